@@ -1,0 +1,157 @@
+// Package engine runs tasks: it creates them durably, leases them to a
+// bounded pool of workers, feeds them input, cancels them, and sweeps them
+// away when their TTL ends. It knows nothing of HTTP or JSON-RPC framing.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// Defaults for the zero values of [Options].
+const (
+	DefaultWorkers       = 16
+	DefaultLease         = 30 * time.Second
+	DefaultClaimInterval = time.Second
+	DefaultSweepInterval = time.Minute
+	DefaultTTL           = time.Hour
+	DefaultPollInterval  = time.Second
+	DefaultSweepBatch    = 500
+)
+
+// ErrNotFound is returned for a task that does not exist, has expired, or
+// belongs to another principal. The three cases are deliberately the same.
+var ErrNotFound = errors.New("task not found")
+
+// ErrUnknownTool is returned by Create for a tool the engine does not know.
+var ErrUnknownTool = errors.New("engine: unknown tool")
+
+// Options configure an [Engine]. The zero value is usable.
+type Options struct {
+	// Workers bounds the number of handlers running at once
+	// (DefaultWorkers if zero). Handlers parked waiting for input do not
+	// count against it.
+	Workers int
+	// Lease is how long a claim lasts without a heartbeat (DefaultLease if
+	// zero). Workers heartbeat every Lease/3. A crashed worker's tasks are
+	// reclaimed once their lease expires.
+	Lease time.Duration
+	// ClaimInterval is how often idle workers look for work that no
+	// in-process signal announced, such as tasks whose lease expired
+	// (DefaultClaimInterval if zero). It is also the fallback period at which
+	// a handler waiting for input re-reads the store.
+	ClaimInterval time.Duration
+	// SweepInterval is how often expired tasks are deleted
+	// (DefaultSweepInterval if zero).
+	SweepInterval time.Duration
+	// DefaultTTL is the TTL of tasks whose tool sets none (DefaultTTL if
+	// zero). Negative means no limit.
+	DefaultTTL time.Duration
+	// DefaultPollInterval is the pollIntervalMs suggested for tasks whose
+	// tool sets none (DefaultPollInterval if zero).
+	DefaultPollInterval time.Duration
+	// Owner names this worker in leases; random if empty.
+	Owner string
+	// Now returns the current time (time.Now if nil).
+	Now func() time.Time
+	// Logger receives the engine's logs (discarded if nil).
+	Logger *slog.Logger
+}
+
+// Engine creates and runs tasks on a [store.Store].
+type Engine struct {
+	st    store.Store
+	opts  Options
+	log   *slog.Logger
+	tools map[string]*Tool
+	names []string
+
+	wake     chan struct{} // buffered(1): new work may be claimable
+	draining chan struct{} // closed by Shutdown
+	slots    chan struct{} // one token per running handler
+
+	mu      sync.Mutex
+	running map[string]*execution
+
+	startOnce sync.Once
+	drainOnce sync.Once
+	stop      context.CancelFunc // stops claiming and sweeping
+	loops     sync.WaitGroup     // claim and sweep loops
+	handlers  sync.WaitGroup     // running executions
+}
+
+// New returns an Engine on st that runs the given tools. It does not start
+// any worker: call [Engine.Start] on processes that run tools.
+func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
+	e := &Engine{st: st, tools: map[string]*Tool{}, running: map[string]*execution{}}
+	if opts != nil {
+		e.opts = *opts
+	}
+	o := &e.opts
+	o.Workers = or(o.Workers, DefaultWorkers)
+	o.Lease = or(o.Lease, DefaultLease)
+	o.ClaimInterval = or(o.ClaimInterval, DefaultClaimInterval)
+	o.SweepInterval = or(o.SweepInterval, DefaultSweepInterval)
+	o.DefaultTTL = or(o.DefaultTTL, DefaultTTL)
+	o.DefaultPollInterval = or(o.DefaultPollInterval, DefaultPollInterval)
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Owner == "" {
+		host, _ := os.Hostname()
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	e.log = o.Logger
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	for _, t := range tools {
+		if err := t.validate(); err != nil {
+			return nil, err
+		}
+		if _, dup := e.tools[t.Name]; dup {
+			return nil, fmt.Errorf("engine: tool %q registered twice", t.Name)
+		}
+		e.tools[t.Name] = t
+		e.names = append(e.names, t.Name)
+	}
+	e.wake = make(chan struct{}, 1)
+	e.draining = make(chan struct{})
+	e.slots = make(chan struct{}, o.Workers)
+	return e, nil
+}
+
+func or[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// now returns the current time at the millisecond precision that stores keep.
+func (e *Engine) now() time.Time {
+	return e.opts.Now().UTC().Truncate(time.Millisecond)
+}
+
+// Tool returns the registered tool with the name, or nil.
+func (e *Engine) Tool(name string) *Tool { return e.tools[name] }
+
+// signal tells the claim loop that work may be waiting.
+func (e *Engine) signal() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}

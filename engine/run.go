@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// ErrNoInput is returned by [Run.RequestInput] on a run that cannot ask for
+// input: one executed inline, outside a task.
+var ErrNoInput = errors.New("engine: input can only be requested from a task")
+
+// errReleased is returned by RequestInput when the engine shuts down while
+// the handler waits: the lease is released so that another process re-runs
+// the task, and its stored answers are replayed there.
+var errReleased = errors.New("engine: released while waiting for input")
+
+// Run is a handler's view of the task it runs.
+type Run struct {
+	e   *Engine
+	x   *execution
+	rec *task.Record
+}
+
+// NewInlineRun returns a Run for executing a handler synchronously, outside
+// any task: SetStatus does nothing and RequestInput returns ErrNoInput.
+func NewInlineRun(tool string, args, clientCapabilities json.RawMessage) *Run {
+	return &Run{rec: &task.Record{Tool: tool, Args: args, ClientCapabilities: clientCapabilities, Status: task.Working}}
+}
+
+// ID returns the task id, or "" for an inline run.
+func (r *Run) ID() string { return r.rec.ID }
+
+// Tool returns the tool name.
+func (r *Run) Tool() string { return r.rec.Tool }
+
+// Args returns the JSON object of tool arguments.
+func (r *Run) Args() json.RawMessage { return r.rec.Args }
+
+// ClientCapabilities returns the originating request's client capabilities.
+func (r *Run) ClientCapabilities() json.RawMessage { return r.rec.ClientCapabilities }
+
+// Principal returns who created the task.
+func (r *Run) Principal() string { return r.rec.Principal }
+
+// Attempt returns the run's attempt number: 1 for the first run, more when
+// the task is re-run after a lost worker. 0 for an inline run.
+func (r *Run) Attempt() int { return r.rec.Attempt }
+
+// InTask reports whether the run belongs to a task (as opposed to an inline
+// synchronous call).
+func (r *Run) InTask() bool { return r.e != nil }
+
+func (r *Run) fence() store.FenceParams {
+	return store.FenceParams{ID: r.rec.ID, Attempt: r.rec.Attempt, Now: r.e.now()}
+}
+
+// SetStatus sets the task's status message, which clients see on their
+// next poll.
+func (r *Run) SetStatus(ctx context.Context, msg string) error {
+	if r.e == nil {
+		return nil
+	}
+	if err := r.e.st.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg}); err != nil {
+		return fmt.Errorf("engine: set status: %w", err)
+	}
+	return nil
+}
+
+// RequestInput asks the client for input and waits for all the answers.
+// requests maps keys to InputRequest JSON ({"method":..., "params":...}).
+// Keys must be unique for the task's life: a key that was answered before,
+// in this run or an earlier one, returns its stored answer at once and is
+// not asked again. While it waits, the task is input_required and the
+// handler does not hold a worker slot.
+func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMessage, statusMessage string) (map[string]json.RawMessage, error) {
+	if r.e == nil {
+		return nil, ErrNoInput
+	}
+	e, x := r.e, r.x
+	tick := time.NewTicker(e.opts.ClaimInterval)
+	defer tick.Stop()
+	defer func() {
+		if !x.slot {
+			select { // take a slot back before running on
+			case e.slots <- struct{}{}:
+				x.slot = true
+			case <-ctx.Done():
+			}
+		}
+	}()
+	for {
+		answers, err := e.st.RequestInput(ctx, store.RequestInputParams{
+			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("engine: request input: %w", err)
+		}
+		if len(answers) == len(requests) {
+			return answers, nil
+		}
+		if x.slot {
+			x.slot = false
+			<-e.slots // waiting for a person must not hold a worker slot
+			e.signal()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-x.parked:
+			if x.tool.Retry.Rerun {
+				if err := e.st.Release(context.WithoutCancel(ctx), r.fence()); err != nil {
+					return nil, fmt.Errorf("engine: release: %w", err)
+				}
+				return nil, errReleased
+			}
+			x.parked = nil // wait for the drain deadline instead
+		case <-x.input:
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,67 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Shutdown stops claiming new tasks and drains: handlers waiting for input
+// release their tasks at once when their tool may be re-run, and running
+// handlers get until ctx is done to finish. Handlers still running then are
+// cancelled without writing anything, so their leases expire and another
+// worker reclaims their tasks under the tool's retry policy. Shutdown
+// returns once every handler has returned.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.startOnce.Do(func() {}) // a later Start does nothing
+	if e.stop != nil {
+		e.stop()
+	}
+	e.loops.Wait()
+	e.drainOnce.Do(func() { close(e.draining) })
+
+	done := make(chan struct{})
+	go func() { e.handlers.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	for _, x := range e.running {
+		x.cancel(errShutdown)
+	}
+	e.mu.Unlock()
+	<-done
+	return ctx.Err()
+}
+
+func (e *Engine) sweepLoop(ctx context.Context) {
+	tick := time.NewTicker(e.opts.SweepInterval)
+	defer tick.Stop()
+	for {
+		if _, err := e.SweepOnce(ctx); err != nil && ctx.Err() == nil {
+			e.log.Error("sweep expired tasks", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// SweepOnce deletes every task whose TTL has elapsed, in batches, and
+// returns how many it deleted.
+func (e *Engine) SweepOnce(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := e.st.DeleteExpired(ctx, e.now(), DefaultSweepBatch)
+		total += n
+		if err != nil || n < DefaultSweepBatch {
+			if total > 0 {
+				e.log.Info("swept expired tasks", "count", total)
+			}
+			return total, err
+		}
+	}
+}

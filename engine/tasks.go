@@ -1,0 +1,123 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// CreateParams are the parameters of [Engine.Create].
+type CreateParams struct {
+	// Tool names a registered tool.
+	Tool string
+	// Args is the JSON object of arguments, already validated.
+	Args json.RawMessage
+	// Principal is who may later read, answer and cancel the task.
+	Principal string
+	// ClientCapabilities is the originating request's client capabilities.
+	ClientCapabilities json.RawMessage
+}
+
+// Create makes a task and returns it once it is durable in the store, so
+// that a tasks/get for its id succeeds on every process from then on. A
+// worker picks it up.
+func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, error) {
+	t := e.tools[p.Tool]
+	if t == nil {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, p.Tool)
+	}
+	now := e.now()
+	r := &task.Record{
+		ID:                 task.NewID(),
+		Principal:          p.Principal,
+		Tool:               p.Tool,
+		Args:               p.Args,
+		ClientCapabilities: p.ClientCapabilities,
+		Status:             task.Working,
+		CreatedAt:          now,
+		UpdatedAt:          now,
+		TTL:                max(or(t.TTL, e.opts.DefaultTTL), 0),
+		PollInterval:       or(t.PollInterval, e.opts.DefaultPollInterval),
+	}
+	if err := e.st.Create(ctx, r); err != nil {
+		return nil, fmt.Errorf("engine: create task: %w", err)
+	}
+	e.signal()
+	return r, nil
+}
+
+// Get returns the principal's task with the id, or ErrNotFound.
+func (e *Engine) Get(ctx context.Context, principal, id string) (*task.Record, error) {
+	if !task.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	r, err := e.st.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && (r.Principal != principal || r.Expired(e.now())) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: get task: %w", err)
+	}
+	return r, nil
+}
+
+// Update delivers input responses to the principal's task. Responses for
+// keys that are not outstanding are ignored. It returns the keys accepted.
+func (e *Engine) Update(ctx context.Context, principal, id string, responses map[string]json.RawMessage) ([]string, error) {
+	if !task.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	accepted, err := e.st.Answer(ctx, store.AnswerParams{ID: id, Principal: principal, Now: e.now(), Responses: responses})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: update task: %w", err)
+	}
+	if len(accepted) > 0 {
+		e.notify(id, false)
+	}
+	return accepted, nil
+}
+
+// Cancel asks for the principal's task to be cancelled. A terminal task is
+// left as it is. A running task's handler sees its ctx cancelled, at once
+// on this process and within one heartbeat on another.
+func (e *Engine) Cancel(ctx context.Context, principal, id string) error {
+	if !task.ValidID(id) {
+		return ErrNotFound
+	}
+	r, err := e.st.RequestCancel(ctx, store.CancelParams{ID: id, Principal: principal, Now: e.now(), StatusMessage: "Cancelled by request"})
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("engine: cancel task: %w", err)
+	}
+	if r.CancelRequested && !r.Status.Terminal() {
+		e.notify(id, true)
+	}
+	return nil
+}
+
+// notify wakes the local execution of a task, if this process runs it.
+func (e *Engine) notify(id string, cancel bool) {
+	e.mu.Lock()
+	x := e.running[id]
+	e.mu.Unlock()
+	if x == nil {
+		return
+	}
+	if cancel {
+		x.cancel(errCancelRequested)
+		return
+	}
+	select {
+	case x.input <- struct{}{}:
+	default:
+	}
+}

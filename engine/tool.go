@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// A Handler does the work of a task. It returns the result JSON that the
+// task completes with, or an error: a *task.Error fails the task with that
+// JSON-RPC error, any other error fails it with an internal error.
+//
+// ctx is cancelled when the task is cancelled, when its lease is lost, or
+// when the engine shuts down. A handler may be run again after a crash (see
+// [RetryPolicy]); input it asked for before is then replayed from the store.
+type Handler func(ctx context.Context, run *Run) (json.RawMessage, error)
+
+// Tool is a named handler with its task settings.
+type Tool struct {
+	// Name is the tool name tasks are created with.
+	Name string
+	// Handler runs the task.
+	Handler Handler
+	// TTL is how long tasks of this tool are kept after creation; zero
+	// takes the engine's default and a negative value means no limit.
+	TTL time.Duration
+	// PollInterval is the pollIntervalMs suggested to clients; zero takes
+	// the engine's default.
+	PollInterval time.Duration
+	// Retry says what happens when a worker running this tool is lost.
+	Retry RetryPolicy
+}
+
+// RetryPolicy says what happens to a task whose worker was lost (crashed or
+// hung past its lease).
+type RetryPolicy struct {
+	// Rerun runs the handler again on another worker. Only for handlers
+	// that are safe to repeat. If false, the task fails with a message
+	// saying the worker was lost.
+	Rerun bool
+	// MaxAttempts bounds the runs of one task when Rerun is set (3 if zero).
+	MaxAttempts int
+}
+
+func (t *Tool) validate() error {
+	switch {
+	case t == nil || t.Name == "":
+		return errors.New("engine: tool without a name")
+	case t.Handler == nil:
+		return errors.New("engine: tool " + t.Name + " has no handler")
+	}
+	return nil
+}
+
+func (p RetryPolicy) maxAttempts() int { return or(p.MaxAttempts, 3) }

@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Causes of a handler's ctx cancellation.
+var (
+	errCancelRequested = errors.New("task cancelled by request")
+	errLeaseLost       = errors.New("task lease lost")
+	errShutdown        = errors.New("engine shutting down")
+)
+
+// execution is one run of a handler on this process.
+type execution struct {
+	id      string
+	attempt int
+	tool    *Tool
+	cancel  context.CancelCauseFunc
+	input   chan struct{}   // buffered(1): answers may have arrived
+	parked  <-chan struct{} // closed by Shutdown: release if parked
+	slot    bool            // holds a worker slot; guarded by being used by one goroutine
+}
+
+// Start starts the worker pool and the sweeper. They run until ctx is done
+// or [Engine.Shutdown] is called. Start may be called once.
+func (e *Engine) Start(ctx context.Context) {
+	e.startOnce.Do(func() {
+		ctx, e.stop = context.WithCancel(ctx)
+		e.loops.Add(2)
+		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
+		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
+	})
+}
+
+func (e *Engine) claimLoop(ctx context.Context) {
+	tick := time.NewTicker(e.opts.ClaimInterval)
+	defer tick.Stop()
+	for {
+		n, err := e.claimOnce(ctx)
+		if err != nil && ctx.Err() == nil {
+			e.log.Error("claim tasks", "err", err)
+		}
+		if n > 0 && err == nil {
+			continue // there may be more
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-e.wake:
+		case <-tick.C:
+		}
+	}
+}
+
+// claimOnce claims as many tasks as there are free slots and starts them. It
+// returns how many it claimed.
+func (e *Engine) claimOnce(ctx context.Context) (int, error) {
+	free := cap(e.slots) - len(e.slots)
+	if free == 0 {
+		return 0, nil
+	}
+	now := e.now()
+	claimed, err := e.st.Claim(ctx, store.ClaimParams{
+		Owner: e.opts.Owner, Tools: e.names, Now: now,
+		LeaseExpiresAt: now.Add(e.opts.Lease), Limit: free,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("engine: claim: %w", err)
+	}
+	for _, c := range claimed {
+		e.slots <- struct{}{}
+		e.handlers.Add(1)
+		go func() {
+			defer e.handlers.Done()
+			e.execute(ctx, c)
+		}()
+	}
+	return len(claimed), nil
+}
+
+// execute runs one claimed task to its end, or until its lease is lost.
+// It owns one worker slot, taken by the caller, and gives it back.
+func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
+	x := &execution{id: c.ID, attempt: c.Attempt, slot: true}
+	defer func() {
+		if x.slot {
+			<-e.slots
+		}
+	}()
+	t := e.tools[c.Tool]
+	log := e.log.With("task", c.ID, "tool", c.Tool, "attempt", c.Attempt)
+	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
+	finish := func(p store.FinishParams) {
+		p.FenceParams = fence()
+		if err := e.st.Finish(context.WithoutCancel(loopCtx), p); err != nil {
+			log.Warn("finish task", "status", p.Status, "err", err)
+			return
+		}
+		log.Info("task finished", "status", p.Status)
+	}
+	switch {
+	case c.CancelRequested:
+		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
+		return
+	case c.Lost && (!t.Retry.Rerun || c.Attempt > t.Retry.maxAttempts()):
+		msg := fmt.Sprintf("The worker running this task was lost (attempt %d); the tool %q is not re-run", c.Attempt-1, c.Tool)
+		if t.Retry.Rerun {
+			msg = fmt.Sprintf("The worker running this task was lost %d times; giving up", c.Attempt-1)
+		}
+		finish(store.FinishParams{Status: task.Failed, StatusMessage: msg,
+			Error: &task.Error{Code: task.CodeInternalError, Message: msg}})
+		return
+	case c.Lost:
+		log.Warn("re-running task after a lost worker")
+	}
+
+	// The handler's ctx outlives loopCtx: Shutdown stops claiming first and
+	// cancels running handlers only when its drain deadline passes.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(loopCtx))
+	defer cancel(nil)
+	x.tool, x.cancel, x.input, x.parked = t, cancel, make(chan struct{}, 1), e.draining
+	e.mu.Lock()
+	e.running[c.ID] = x
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.running, c.ID)
+		e.mu.Unlock()
+	}()
+
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); e.heartbeat(ctx, x, log) }()
+	run := &Run{e: e, x: x, rec: c.Record}
+	res, err := callHandler(ctx, t.Handler, run)
+	cause := context.Cause(ctx)
+	cancel(nil)
+	<-hbDone
+
+	switch {
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, errReleased):
+		log.Info("task left to another worker", "cause", cause, "err", err)
+	case errors.Is(cause, errCancelRequested):
+		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
+	case err != nil:
+		var te *task.Error
+		if !errors.As(err, &te) {
+			te = &task.Error{Code: task.CodeInternalError, Message: err.Error()}
+		}
+		finish(store.FinishParams{Status: task.Failed, StatusMessage: te.Message, Error: te})
+	default:
+		finish(store.FinishParams{Status: task.Completed, Result: res})
+	}
+}
+
+// callHandler runs h, turning a panic into an internal error.
+func callHandler(ctx context.Context, h Handler, run *Run) (res json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &task.Error{Code: task.CodeInternalError, Message: fmt.Sprintf("tool handler panicked: %v", p)}
+			run.e.log.Error("tool handler panicked", "task", run.ID(), "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	return h(ctx, run)
+}

@@ -1,0 +1,232 @@
+// Package tasktools holds the task-backed tools that mcptasks serves by
+// default: the Tasks fixtures of the official conformance suite and the
+// export_report demo.
+package tasktools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+)
+
+// Options tune the tools' pacing, so tests can run them fast.
+type Options struct {
+	// Step is the length of one unit of simulated work: export_report
+	// spends 1.5 Steps querying and 1.5 writing, failing_job one Step.
+	// Zero means one second.
+	Step time.Duration
+}
+
+// Register adds every tool of the package to s.
+func Register(s *mcpserver.Server, opts *Options) error {
+	step := time.Second
+	if opts != nil && opts.Step > 0 {
+		step = opts.Step
+	}
+	for _, add := range []func(*mcpserver.Server, time.Duration) error{
+		addGreet, addSlowCompute, addFailingJob, addProtocolErrorJob,
+		addConfirmDelete, addMultiInput, addToolWithTask, addExportReport,
+	} {
+		if err := add(s, step); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// sleep waits for d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}
+
+// confirmSchema is a form asking for one required boolean.
+func confirmSchema(prop string) map[string]any {
+	return map[string]any{
+		"type":       "object",
+		"properties": map[string]any{prop: map[string]any{"type": "boolean"}},
+		"required":   []string{prop},
+	}
+}
+
+type greetIn struct {
+	Name string `json:"name" jsonschema:"who to greet"`
+}
+
+func addGreet(s *mcpserver.Server, _ time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Say hello (always synchronous)."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+		func(_ context.Context, _ *engine.Run, in greetIn) (*mcp.CallToolResult, error) {
+			return text("Hello, " + in.Name + "!"), nil
+		})
+}
+
+type slowIn struct {
+	Seconds float64 `json:"seconds" jsonschema:"how long to work"`
+	Label   string  `json:"label,omitempty" jsonschema:"a label echoed in the result"`
+}
+
+func addSlowCompute(s *mcpserver.Server, _ time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "slow_compute", Description: "Work for the given number of seconds; a task for clients that take one, unless seconds is 0."},
+		mcpserver.ToolOptions{
+			Decide: func(_ context.Context, args json.RawMessage) mcpserver.TaskMode {
+				var in slowIn
+				if json.Unmarshal(args, &in) == nil && in.Seconds <= 0 {
+					return mcpserver.TaskNever
+				}
+				return mcpserver.TaskOptional
+			},
+			Retry: engine.RetryPolicy{Rerun: true},
+		},
+		func(ctx context.Context, run *engine.Run, in slowIn) (*mcp.CallToolResult, error) {
+			d := time.Duration(in.Seconds * float64(time.Second))
+			_ = run.SetStatus(ctx, fmt.Sprintf("Computing %q for %s", in.Label, d))
+			if err := sleep(ctx, d); err != nil {
+				return nil, err
+			}
+			return text(fmt.Sprintf("Computed %q in %s", in.Label, d)), nil
+		})
+}
+
+func addFailingJob(s *mcpserver.Server, step time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "failing_job", Description: "A task that ends with a tool error (isError) after a second."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+			if err := sleep(ctx, step); err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("the job failed, as it always does")
+		})
+}
+
+func addProtocolErrorJob(s *mcpserver.Server, _ time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "protocol_error_job", Description: "A task that ends failed with a JSON-RPC error."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(context.Context, *engine.Run, struct{}) (*mcp.CallToolResult, error) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running the job"}
+		})
+}
+
+type deleteIn struct {
+	Filename string `json:"filename" jsonschema:"the file to delete"`
+}
+
+func addConfirmDelete(s *mcpserver.Server, _ time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "confirm_delete", Description: "Ask for confirmation, then (pretend to) delete a file."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, run *engine.Run, in deleteIn) (*mcp.CallToolResult, error) {
+			ans, err := mcpserver.Elicit(ctx, run, "confirm-delete", &mcp.ElicitParams{
+				Message:         fmt.Sprintf("Delete %s?", in.Filename),
+				RequestedSchema: confirmSchema("confirm"),
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ans.Action != "accept" || ans.Content["confirm"] != true {
+				return text(fmt.Sprintf("Kept %s", in.Filename)), nil
+			}
+			return text(fmt.Sprintf("Deleted %s", in.Filename)), nil
+		})
+}
+
+func addMultiInput(s *mcpserver.Server, _ time.Duration) error {
+	form := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"name":    map[string]any{"type": "string"},
+			"confirm": map[string]any{"type": "boolean"},
+		},
+	}
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "multi_input", Description: "Ask two questions at once and report both answers."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+			ans, err := mcpserver.ElicitAll(ctx, run, map[string]*mcp.ElicitParams{
+				"first":  {Message: "First input", RequestedSchema: form},
+				"second": {Message: "Second input", RequestedSchema: form},
+			})
+			if err != nil {
+				return nil, err
+			}
+			return text(fmt.Sprintf("first=%v second=%v", ans["first"].Content["name"], ans["second"].Content["name"])), nil
+		})
+}
+
+// userNameKey is the MRTR key test_tool_with_task asks on its first round.
+const userNameKey = "user_name"
+
+func addToolWithTask(s *mcpserver.Server, _ time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "test_tool_with_task", Description: "Ask for a name (an MRTR round), then greet it from a task."},
+		mcpserver.ToolOptions{
+			Task: mcpserver.TaskRequired,
+			Prepare: func(_ context.Context, req *mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, mcp.Result, error) {
+				if r, ok := req.Params.InputResponses[userNameKey].(*mcp.ElicitResult); ok && r.Action == "accept" {
+					if name, ok := r.Content["name"].(string); ok && name != "" {
+						b, err := json.Marshal(map[string]string{"name": name})
+						return b, nil, err
+					}
+				}
+				return nil, mcpserver.InputRequired(mcp.InputRequestMap{userNameKey: &mcp.ElicitParams{
+					Message: "What is your name?",
+					RequestedSchema: map[string]any{
+						"type":       "object",
+						"properties": map[string]any{"name": map[string]any{"type": "string"}},
+						"required":   []string{"name"},
+					},
+				}}, ""), nil
+			},
+		},
+		func(_ context.Context, _ *engine.Run, in struct {
+			Name string `json:"name,omitempty"`
+		}) (*mcp.CallToolResult, error) {
+			return text("Hello, " + in.Name + "! Your task is done."), nil
+		})
+}
+
+type exportIn struct {
+	Rows int `json:"rows" jsonschema:"how many rows to export"`
+}
+
+func addExportReport(s *mcpserver.Server, step time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "export_report", Description: "Export N rows to report.csv, asking before it overwrites the file."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, run *engine.Run, in exportIn) (*mcp.CallToolResult, error) {
+			_ = run.SetStatus(ctx, "Querying rows")
+			if err := sleep(ctx, step*3/2); err != nil {
+				return nil, err
+			}
+			ans, err := mcpserver.Elicit(ctx, run, "confirm-overwrite", &mcp.ElicitParams{
+				Message:         fmt.Sprintf("report.csv already exists. Overwrite it with %d rows?", in.Rows),
+				RequestedSchema: confirmSchema("overwrite"),
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ans.Action != "accept" || ans.Content["overwrite"] != true {
+				r := text("Export cancelled: report.csv was not overwritten")
+				r.IsError = true
+				return r, nil
+			}
+			_ = run.SetStatus(ctx, "Writing rows")
+			if err := sleep(ctx, step*3/2); err != nil {
+				return nil, err
+			}
+			return text(fmt.Sprintf("Wrote %d rows to report.csv", in.Rows)), nil
+		})
+}

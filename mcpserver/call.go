@@ -1,0 +1,127 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Method names of the Tasks extension.
+const (
+	methodGet    = "tasks/get"
+	methodUpdate = "tasks/update"
+	methodCancel = "tasks/cancel"
+)
+
+// CreateTaskResult is the result of a tools/call that became a task:
+// resultType "task" and the Task fields, flat.
+type CreateTaskResult struct {
+	mcp.ResultBase
+	task.CreateResult
+}
+
+// InputRequiredResult is an MRTR round: the server needs input before it
+// can go on with the request. Return it from [ToolOptions.Prepare].
+type InputRequiredResult struct {
+	mcp.ResultBase
+	ResultType    string              `json:"resultType"`
+	InputRequests mcp.InputRequestMap `json:"inputRequests,omitempty"`
+	RequestState  string              `json:"requestState,omitempty"`
+}
+
+// InputRequired returns an MRTR round asking for the given input.
+func InputRequired(requests mcp.InputRequestMap, requestState string) *InputRequiredResult {
+	return &InputRequiredResult{ResultType: "input_required", InputRequests: requests, RequestState: requestState}
+}
+
+// caller is what the middleware needs of a request.
+type caller interface {
+	mcp.Request
+	ClientCapabilities() *mcp.ClientCapabilities
+}
+
+// declaresTasks reports whether the request's own _meta declares the Tasks
+// extension. Earlier requests never count.
+func declaresTasks(req caller) bool {
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[task.ExtensionID]
+	return ok
+}
+
+// middleware routes tools/call of task-capable tools and gates tasks/*.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				return s.callTool(ctx, r, next)
+			}
+		case methodGet, methodUpdate, methodCancel:
+			r, ok := req.(caller)
+			if !ok || !declaresTasks(r) {
+				return nil, missingTasksCapability(method)
+			}
+			ctx = context.WithValue(ctx, principalKey{}, s.opts.Principal(req.GetExtra()))
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// callTool serves a tools/call: synchronously through next, as an MRTR
+// round, or as a new task.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	t := s.tools[req.Params.Name]
+	if t == nil {
+		return next(ctx, "tools/call", req) // a plain go-sdk tool, or unknown
+	}
+	args := req.Params.Arguments
+	if err := t.validate(args); err != nil {
+		return nil, err
+	}
+	declared := declaresTasks(req)
+	switch mode := t.mode(ctx, args); {
+	case mode == TaskNever, mode == TaskOptional && !declared:
+		return next(ctx, "tools/call", req)
+	case !declared:
+		return nil, missingTasksCapability("tool " + t.tool.Name)
+	}
+	if t.opts.Prepare != nil {
+		a, round, err := t.opts.Prepare(ctx, req, args)
+		if err != nil || round != nil {
+			return round, err
+		}
+		args = a
+	}
+	caps, err := json.Marshal(req.ClientCapabilities())
+	if err != nil {
+		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
+	}
+	r, err := s.eng.Create(ctx, engine.CreateParams{
+		Tool: t.tool.Name, Args: args, ClientCapabilities: caps,
+		Principal: s.opts.Principal(req.GetExtra()),
+	})
+	if err != nil {
+		s.log.Error("create task", "tool", t.tool.Name, "err", err)
+		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "The task could not be stored; try again"}
+	}
+	s.log.Info("task created", "task", r.ID, "tool", r.Tool)
+	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
+}
+
+// taskError maps an engine error to the JSON-RPC error of a tasks/* reply.
+func (s *Server) taskError(method string, err error) error {
+	if errors.Is(err, engine.ErrNotFound) {
+		return errTaskNotFound
+	}
+	s.log.Error(method, "err", err)
+	return &jsonrpc.Error{Code: codeInternalError, Message: "Internal error; try again"}
+}

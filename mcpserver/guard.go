@@ -1,0 +1,90 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// guard checks the Mcp-Name header of tasks/get, tasks/update and
+// tasks/cancel against params.taskId, which go-sdk does not do: a missing
+// or different value is answered with HTTP 400 and -32020. Every other
+// request passes through untouched. The body is read once, bounded, and
+// handed on.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, nil, -32600, "Request body too large")
+				return
+			}
+			writeError(w, http.StatusBadRequest, nil, -32700, "Cannot read request body")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID json.RawMessage `json:"taskId"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) == nil {
+			switch msg.Method {
+			case methodGet, methodUpdate, methodCancel:
+				var id string
+				name, ok := headerValue(r.Header, "Mcp-Name")
+				if json.Unmarshal(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
+					writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
+						"Mcp-Name header must equal params.taskId for "+msg.Method)
+					return
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// headerValue returns the decoded value of an Mcp-* header: surrounding
+// whitespace trimmed, and the =?base64?…?= form decoded.
+func headerValue(h http.Header, name string) (string, bool) {
+	vs := h.Values(name)
+	if len(vs) != 1 {
+		return "", false
+	}
+	v := strings.TrimSpace(vs[0])
+	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= len("=?base64??=") {
+		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+		if err != nil {
+			return "", false
+		}
+		return string(b), true
+	}
+	return v, true
+}
+
+// writeError writes a JSON-RPC error response.
+func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
+	resp := struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id,omitempty"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id}
+	resp.Error.Code, resp.Error.Message = code, msg
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(resp)
+}

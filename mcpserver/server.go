@@ -1,0 +1,130 @@
+// Package mcpserver serves task-backed tools over MCP 2026-07-28 on top of
+// go-sdk: it decides per call whether a tools/call becomes a task, answers
+// tasks/get, tasks/update and tasks/cancel, and guards their HTTP headers.
+package mcpserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// DefaultMaxBodyBytes bounds request bodies unless Options say otherwise.
+const DefaultMaxBodyBytes = 4 << 20
+
+// LocalPrincipal is the principal of every request when no authentication
+// is configured.
+const LocalPrincipal = "local"
+
+// Options configure a [Server]. The zero value is usable.
+type Options struct {
+	// ServerOptions are passed to go-sdk's mcp.NewServer. The Tasks
+	// extension is added to their capabilities.
+	ServerOptions *mcp.ServerOptions
+	// Principal names who makes a request; tasks are bound to it. The
+	// default is the authenticated user (the UserID of the request's
+	// TokenInfo), or [LocalPrincipal] for unauthenticated requests.
+	Principal func(extra *mcp.RequestExtra) string
+	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
+	MaxBodyBytes int64
+	// Logger receives logs (discarded if nil).
+	Logger *slog.Logger
+}
+
+// Server is an MCP server whose tools may run as durable tasks. Register
+// tools with [AddTool], build the engine from [Server.EngineTools], then
+// serve [Server.Handler].
+type Server struct {
+	mcp   *mcp.Server
+	opts  Options
+	log   *slog.Logger
+	tools map[string]*toolEntry
+	eng   *engine.Engine
+}
+
+// New returns a Server for the implementation impl.
+func New(impl *mcp.Implementation, opts *Options) *Server {
+	s := &Server{tools: map[string]*toolEntry{}}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.MaxBodyBytes == 0 {
+		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if s.opts.Principal == nil {
+		s.opts.Principal = defaultPrincipal
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	so := &mcp.ServerOptions{}
+	if s.opts.ServerOptions != nil {
+		c := *s.opts.ServerOptions
+		so = &c
+	}
+	caps := &mcp.ServerCapabilities{}
+	if so.Capabilities != nil {
+		c := *so.Capabilities
+		caps = &c
+	}
+	caps.AddExtension(task.ExtensionID, nil)
+	if caps.Tools == nil {
+		caps.Tools = &mcp.ToolCapabilities{}
+	}
+	so.Capabilities = caps
+	if so.Logger == nil {
+		so.Logger = s.opts.Logger
+	}
+	s.mcp = mcp.NewServer(impl, so)
+	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.addTaskMethods()
+	return s
+}
+
+// MCPServer returns the underlying go-sdk server, for registering plain
+// tools, prompts and resources.
+func (s *Server) MCPServer() *mcp.Server { return s.mcp }
+
+// EngineTools returns the engine tools of every task-capable tool added so
+// far, to pass to engine.New.
+func (s *Server) EngineTools() []*engine.Tool {
+	var ts []*engine.Tool
+	for _, t := range s.tools {
+		ts = append(ts, t.engine)
+	}
+	return ts
+}
+
+// Handler returns the HTTP handler of the MCP endpoint, serving stateless
+// 2026-07-28 with tasks run by eng. eng must have been built from
+// [Server.EngineTools].
+func (s *Server) Handler(eng *engine.Engine) http.Handler {
+	s.eng = eng
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: s.opts.MaxBodyBytes,
+		Logger:              s.opts.Logger,
+	})
+	return s.guard(h)
+}
+
+func defaultPrincipal(extra *mcp.RequestExtra) string {
+	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+		return extra.TokenInfo.UserID
+	}
+	return LocalPrincipal
+}
+
+type principalKey struct{}
+
+// principalFrom returns the principal the middleware stored in ctx.
+func principalFrom(ctx context.Context) string {
+	p, _ := ctx.Value(principalKey{}).(string)
+	return p
+}

@@ -1,0 +1,192 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// TaskMode says whether a call of a tool runs as a task.
+type TaskMode int
+
+const (
+	// TaskNever runs every call synchronously.
+	TaskNever TaskMode = iota
+	// TaskOptional runs a call as a task when the request declares the
+	// Tasks extension, and synchronously otherwise.
+	TaskOptional
+	// TaskRequired runs every call as a task; a request that does not
+	// declare the extension gets -32021.
+	TaskRequired
+)
+
+// String returns the mode's name.
+func (m TaskMode) String() string {
+	switch m {
+	case TaskNever:
+		return "never"
+	case TaskOptional:
+		return "optional"
+	case TaskRequired:
+		return "required"
+	}
+	return fmt.Sprintf("TaskMode(%d)", int(m))
+}
+
+// ToolOptions configure how a tool added with [AddTool] runs.
+type ToolOptions struct {
+	// Task is the tool's task mode.
+	Task TaskMode
+	// Decide, if set, chooses the mode per call from the validated
+	// arguments, instead of Task: for example small inputs inline, large
+	// ones as a task.
+	Decide func(ctx context.Context, args json.RawMessage) TaskMode
+	// Prepare, if set, runs synchronously on a call that will become a
+	// task, before the task is created. It may return an input_required
+	// result (an MRTR round, see [InputRequired]) to ask the client
+	// something first; the client retries with the answers. Otherwise it
+	// returns the arguments the task is created with.
+	Prepare func(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, mcp.Result, error)
+	// TTL, PollInterval and Retry are the task settings; see engine.Tool.
+	TTL          time.Duration
+	PollInterval time.Duration
+	Retry        engine.RetryPolicy
+}
+
+// Handler is the function of a task-capable tool. It runs inside a task
+// (run.InTask() is true) or, for a synchronous call, inline. It returns a
+// tool result; a plain error becomes a result with isError set, while a
+// *jsonrpc.Error or *task.Error becomes a protocol error (a failed task).
+type Handler[In any] func(ctx context.Context, run *engine.Run, in In) (*mcp.CallToolResult, error)
+
+type toolEntry struct {
+	tool   *mcp.Tool
+	opts   ToolOptions
+	schema *jsonschema.Resolved
+	engine *engine.Tool
+}
+
+// AddTool adds a task-capable tool to s. If t.InputSchema is nil it is
+// inferred from In. Arguments are validated against the schema before any
+// task is created.
+func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) error {
+	tt := *t
+	if tt.InputSchema == nil {
+		sch, err := jsonschema.For[In](nil)
+		if err != nil {
+			return fmt.Errorf("mcpserver: tool %q: input schema: %w", t.Name, err)
+		}
+		tt.InputSchema = sch
+	}
+	var sch jsonschema.Schema
+	if err := remarshal(tt.InputSchema, &sch); err != nil {
+		return fmt.Errorf("mcpserver: tool %q: input schema: %w", t.Name, err)
+	}
+	resolved, err := sch.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("mcpserver: tool %q: input schema: %w", t.Name, err)
+	}
+	run := func(ctx context.Context, r *engine.Run) (*mcp.CallToolResult, error) {
+		var in In
+		if len(r.Args()) > 0 {
+			if err := json.Unmarshal(r.Args(), &in); err != nil {
+				return nil, invalidParams("invalid arguments for tool %q: %v", t.Name, err)
+			}
+		}
+		res, err := h(ctx, r, in)
+		if err != nil && !isProtocolError(err) {
+			res = &mcp.CallToolResult{}
+			res.SetError(err)
+			err = nil
+		}
+		if err == nil && res == nil {
+			res = &mcp.CallToolResult{Content: []mcp.Content{}}
+		}
+		return res, err
+	}
+	e := &toolEntry{tool: &tt, opts: opts, schema: resolved}
+	e.engine = &engine.Tool{
+		Name: tt.Name, TTL: opts.TTL, PollInterval: opts.PollInterval, Retry: opts.Retry,
+		Handler: func(ctx context.Context, r *engine.Run) (json.RawMessage, error) {
+			res, err := run(ctx, r)
+			if err != nil {
+				return nil, toTaskError(err)
+			}
+			return marshalComplete(res)
+		},
+	}
+	s.tools[tt.Name] = e
+	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		caps, _ := json.Marshal(req.ClientCapabilities())
+		return run(ctx, engine.NewInlineRun(tt.Name, req.Params.Arguments, caps))
+	})
+	return nil
+}
+
+func (e *toolEntry) mode(ctx context.Context, args json.RawMessage) TaskMode {
+	if e.opts.Decide != nil {
+		return e.opts.Decide(ctx, args)
+	}
+	return e.opts.Task
+}
+
+// validate checks args against the tool's input schema.
+func (e *toolEntry) validate(args json.RawMessage) error {
+	var v any = map[string]any{}
+	if len(args) > 0 && string(args) != "null" {
+		if err := json.Unmarshal(args, &v); err != nil {
+			return invalidParams("invalid arguments for tool %q: %v", e.tool.Name, err)
+		}
+	}
+	if err := e.schema.Validate(v); err != nil {
+		return invalidParams("invalid arguments for tool %q: %v", e.tool.Name, err)
+	}
+	return nil
+}
+
+func isProtocolError(err error) bool {
+	var je *jsonrpc.Error
+	var te *task.Error
+	return errors.As(err, &je) || errors.As(err, &te)
+}
+
+// toTaskError converts a protocol error to the error a failed task carries.
+func toTaskError(err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return &task.Error{Code: je.Code, Message: je.Message, Data: je.Data}
+	}
+	return err
+}
+
+// marshalComplete returns the JSON of res with resultType "complete", as a
+// completed task inlines it.
+func marshalComplete(res mcp.Result) (json.RawMessage, error) {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: marshal result: %w", err)
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("mcpserver: marshal result: %w", err)
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	return json.Marshal(m)
+}
+
+func remarshal(from, to any) error {
+	b, err := json.Marshal(from)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, to)
+}

@@ -1,0 +1,188 @@
+package store
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// The Apply functions hold the state-machine rules that every backend
+// shares. A backend that stores whole records loads the record, calls the
+// function and, if it returns nil and changed is true, writes the record
+// back in the same transaction. They never mutate r on error.
+
+// Claimable reports whether a worker may claim r under p.
+func Claimable(r *task.Record, p ClaimParams) bool {
+	if r.Status.Terminal() || r.Expired(p.Now) {
+		return false
+	}
+	if p.Tools != nil && !slices.Contains(p.Tools, r.Tool) {
+		return false
+	}
+	return r.LeaseExpiresAt.IsZero() || !p.Now.Before(r.LeaseExpiresAt)
+}
+
+// ApplyClaim leases r to p.Owner. The caller has checked [Claimable].
+func ApplyClaim(r *task.Record, p ClaimParams) Claimed {
+	lost := r.LeaseOwner != ""
+	r.Attempt++
+	r.LeaseOwner = p.Owner
+	r.LeaseExpiresAt = p.LeaseExpiresAt
+	return Claimed{Record: r, Lost: lost}
+}
+
+// CheckFence returns ErrLeaseLost unless r is live and held at p.Attempt.
+func CheckFence(r *task.Record, p FenceParams) error {
+	if r.Status.Terminal() || r.Attempt != p.Attempt || r.LeaseOwner == "" || r.Expired(p.Now) {
+		return ErrLeaseLost
+	}
+	return nil
+}
+
+// ApplyHeartbeat extends r's lease.
+func ApplyHeartbeat(r *task.Record, p HeartbeatParams) (cancelRequested bool, err error) {
+	if err := CheckFence(r, p.FenceParams); err != nil {
+		return false, err
+	}
+	r.LeaseExpiresAt = p.LeaseExpiresAt
+	return r.CancelRequested, nil
+}
+
+// ApplyRelease clears r's lease without ending the task.
+func ApplyRelease(r *task.Record, p FenceParams) error {
+	if err := CheckFence(r, p); err != nil {
+		return err
+	}
+	r.LeaseOwner = ""
+	r.LeaseExpiresAt = time.Time{}
+	return nil
+}
+
+// ApplyStatusMessage sets r's status message.
+func ApplyStatusMessage(r *task.Record, p StatusMessageParams) (changed bool, err error) {
+	if err := CheckFence(r, p.FenceParams); err != nil {
+		return false, err
+	}
+	if r.StatusMessage == p.StatusMessage {
+		return false, nil
+	}
+	r.StatusMessage = p.StatusMessage
+	r.UpdatedAt = p.Now
+	return true, nil
+}
+
+// ApplyRequestInput records input requests on r and returns the stored
+// answers for the requested keys that have them.
+func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string]json.RawMessage, changed bool, err error) {
+	if err := CheckFence(r, p.FenceParams); err != nil {
+		return nil, false, err
+	}
+	answers = map[string]json.RawMessage{}
+	for k, req := range p.Requests {
+		if a, ok := r.Answers[k]; ok {
+			answers[k] = a
+			continue
+		}
+		if _, ok := r.InputRequests[k]; ok {
+			continue
+		}
+		if r.InputRequests == nil {
+			r.InputRequests = map[string]json.RawMessage{}
+		}
+		r.InputRequests[k] = req
+		changed = true
+	}
+	if len(r.InputRequests) > 0 && r.Status != task.InputRequired {
+		r.Status = task.InputRequired
+		changed = true
+	}
+	if changed {
+		if p.StatusMessage != "" {
+			r.StatusMessage = p.StatusMessage
+		}
+		r.UpdatedAt = p.Now
+	}
+	return answers, changed, nil
+}
+
+// ApplyFinish ends r in a terminal status.
+func ApplyFinish(r *task.Record, p FinishParams) error {
+	if err := CheckFence(r, p.FenceParams); err != nil {
+		return err
+	}
+	if err := r.Status.CheckTransition(p.Status); err != nil || !p.Status.Terminal() {
+		return &task.TransitionError{From: r.Status, To: p.Status}
+	}
+	finish(r, p.Status, p.StatusMessage, p.Now)
+	r.Result = p.Result
+	r.Error = p.Error
+	return nil
+}
+
+func finish(r *task.Record, s task.Status, msg string, now time.Time) {
+	r.Status = s
+	if msg != "" {
+		r.StatusMessage = msg
+	}
+	r.InputRequests = nil
+	r.LeaseOwner = ""
+	r.LeaseExpiresAt = time.Time{}
+	r.UpdatedAt = now
+}
+
+// visible reports whether principal may see r at now.
+func visible(r *task.Record, principal string, now time.Time) bool {
+	return r.Principal == principal && !r.Expired(now)
+}
+
+// ApplyAnswer stores the responses for r's outstanding keys.
+func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) {
+	if !visible(r, p.Principal, p.Now) {
+		return nil, ErrNotFound
+	}
+	if r.Status != task.InputRequired {
+		return nil, nil
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Responses)) {
+		if _, ok := r.InputRequests[k]; !ok {
+			continue
+		}
+		if r.Answers == nil {
+			r.Answers = map[string]json.RawMessage{}
+		}
+		r.Answers[k] = p.Responses[k]
+		delete(r.InputRequests, k)
+		accepted = append(accepted, k)
+	}
+	if len(accepted) == 0 {
+		return nil, nil
+	}
+	if len(r.InputRequests) == 0 {
+		r.InputRequests = nil
+		r.Status = task.Working
+	}
+	r.UpdatedAt = p.Now
+	return accepted, nil
+}
+
+// ApplyCancel requests the cancellation of r.
+func ApplyCancel(r *task.Record, p CancelParams) (changed bool, err error) {
+	if !visible(r, p.Principal, p.Now) {
+		return false, ErrNotFound
+	}
+	if r.Status.Terminal() {
+		return false, nil
+	}
+	if r.LeaseOwner == "" || !p.Now.Before(r.LeaseExpiresAt) {
+		finish(r, task.Cancelled, p.StatusMessage, p.Now)
+		return true, nil
+	}
+	if r.CancelRequested {
+		return false, nil
+	}
+	r.CancelRequested = true
+	return true, nil
+}

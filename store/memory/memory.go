@@ -1,0 +1,174 @@
+// Package memory is an in-process Store: fast, and gone when the process
+// exits. Use it for tests and for servers whose tasks need not survive.
+package memory
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Store is an in-memory [store.Store]. The zero value is not usable; call New.
+type Store struct {
+	mu    sync.Mutex
+	tasks map[string]*task.Record
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{tasks: map[string]*task.Record{}}
+}
+
+// Create implements [store.Store].
+func (s *Store) Create(_ context.Context, r *task.Record) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tasks[r.ID]; ok {
+		return store.ErrExists
+	}
+	s.tasks[r.ID] = r.Clone()
+	return nil
+}
+
+// Get implements [store.Store].
+func (s *Store) Get(_ context.Context, id string) (*task.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return r.Clone(), nil
+}
+
+// Claim implements [store.Store].
+func (s *Store) Claim(_ context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cands []*task.Record
+	for _, r := range s.tasks {
+		if store.Claimable(r, p) {
+			cands = append(cands, r)
+		}
+	}
+	slices.SortFunc(cands, func(a, b *task.Record) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	})
+	if p.Limit > 0 && len(cands) > p.Limit {
+		cands = cands[:p.Limit]
+	}
+	out := make([]store.Claimed, 0, len(cands))
+	for _, r := range cands {
+		c := store.ApplyClaim(r, p)
+		c.Record = c.Record.Clone()
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// modify runs fn on a copy of the task with the id and keeps the copy if fn
+// succeeds.
+func (s *Store) modify(id string, fn func(r *task.Record) error) (*task.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	c := r.Clone()
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	s.tasks[id] = c
+	return c.Clone(), nil
+}
+
+// fenced is modify for worker writes: a missing task is a lost lease.
+func (s *Store) fenced(id string, fn func(r *task.Record) error) error {
+	_, err := s.modify(id, fn)
+	if err == store.ErrNotFound {
+		return store.ErrLeaseLost
+	}
+	return err
+}
+
+// Heartbeat implements [store.Store].
+func (s *Store) Heartbeat(_ context.Context, p store.HeartbeatParams) (cancel bool, err error) {
+	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+		cancel, err = store.ApplyHeartbeat(r, p)
+		return err
+	})
+	return cancel, err
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(_ context.Context, p store.FenceParams) error {
+	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyRelease(r, p) })
+}
+
+// SetStatusMessage implements [store.Store].
+func (s *Store) SetStatusMessage(_ context.Context, p store.StatusMessageParams) error {
+	return s.fenced(p.ID, func(r *task.Record) error {
+		_, err := store.ApplyStatusMessage(r, p)
+		return err
+	})
+}
+
+// RequestInput implements [store.Store].
+func (s *Store) RequestInput(_ context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
+	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+		answers, _, err = store.ApplyRequestInput(r, p)
+		return err
+	})
+	return answers, err
+}
+
+// Finish implements [store.Store].
+func (s *Store) Finish(_ context.Context, p store.FinishParams) error {
+	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyFinish(r, p) })
+}
+
+// Answer implements [store.Store].
+func (s *Store) Answer(_ context.Context, p store.AnswerParams) (accepted []string, err error) {
+	_, err = s.modify(p.ID, func(r *task.Record) (err error) {
+		accepted, err = store.ApplyAnswer(r, p)
+		return err
+	})
+	return accepted, err
+}
+
+// RequestCancel implements [store.Store].
+func (s *Store) RequestCancel(_ context.Context, p store.CancelParams) (*task.Record, error) {
+	return s.modify(p.ID, func(r *task.Record) error {
+		_, err := store.ApplyCancel(r, p)
+		return err
+	})
+}
+
+// DeleteExpired implements [store.Store].
+func (s *Store) DeleteExpired(_ context.Context, now time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, r := range s.tasks {
+		if limit > 0 && n >= limit {
+			break
+		}
+		if r.Expired(now) {
+			delete(s.tasks, id)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Close implements [store.Store]. It is a no-op.
+func (s *Store) Close() error { return nil }

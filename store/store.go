@@ -1,0 +1,146 @@
+// Package store defines the durable storage seam of the task engine: one
+// small interface that every backend (memory, sqlite, postgres) implements
+// and that store/storetest checks.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Errors returned by every Store.
+var (
+	// ErrNotFound means no task has the id (for the given principal, where
+	// the call takes one). It deliberately does not say which.
+	ErrNotFound = errors.New("store: task not found")
+	// ErrExists means a task with the id already exists.
+	ErrExists = errors.New("store: task already exists")
+	// ErrLeaseLost means the write was fenced off: the task is terminal,
+	// gone, or claimed again by a newer attempt than the caller's.
+	ErrLeaseLost = errors.New("store: lease lost")
+)
+
+// Store is the durable home of task records. Every method is safe for
+// concurrent use. A write that returns nil is durable: it survives a crash of
+// the process (and, for the sqlite backend, of the machine).
+//
+// Writes made by a worker are fenced: they name the Attempt the worker
+// claimed and fail with ErrLeaseLost when the task has moved on.
+type Store interface {
+	// Create inserts a new task. It returns only after the record is durable.
+	Create(ctx context.Context, r *task.Record) error
+	// Get returns the task with the id, or ErrNotFound.
+	Get(ctx context.Context, id string) (*task.Record, error)
+	// Claim leases up to p.Limit claimable tasks to p.Owner: tasks that are
+	// not terminal, whose tool is in p.Tools (all tools if nil), and whose
+	// lease is unset or expired at p.Now. Each claim increments Attempt.
+	// Oldest tasks are claimed first.
+	Claim(ctx context.Context, p ClaimParams) ([]Claimed, error)
+	// Heartbeat extends the lease held at p.Attempt to p.LeaseExpiresAt and
+	// reports whether a cancel was requested. ErrLeaseLost if not held.
+	Heartbeat(ctx context.Context, p HeartbeatParams) (cancelRequested bool, err error)
+	// Release gives up the lease held at p.Attempt without ending the task,
+	// so that another worker may claim it at once (graceful shutdown).
+	Release(ctx context.Context, p FenceParams) error
+	// SetStatusMessage sets the status message of a task held at p.Attempt.
+	SetStatusMessage(ctx context.Context, p StatusMessageParams) error
+	// RequestInput records input requests for a task held at p.Attempt.
+	// Keys already answered are not asked again: their stored answers are
+	// returned. Other keys become outstanding and the task input_required.
+	RequestInput(ctx context.Context, p RequestInputParams) (answers map[string]json.RawMessage, err error)
+	// Finish ends a task held at p.Attempt in a terminal status and clears
+	// its lease. The first terminal write wins: ErrLeaseLost if the task is
+	// already terminal or held by a newer attempt.
+	Finish(ctx context.Context, p FinishParams) error
+	// Answer stores the responses for keys that are outstanding on the
+	// principal's task and ignores the rest. When no key is left outstanding
+	// the task returns to working. It returns the keys it accepted, or
+	// ErrNotFound when the principal has no task with that id.
+	Answer(ctx context.Context, p AnswerParams) (accepted []string, err error)
+	// RequestCancel asks for the principal's task to be cancelled. A
+	// terminal task is left as it is. A task no worker holds is cancelled at
+	// once; a held one gets CancelRequested for its worker to act on. It
+	// returns the record after the change, or ErrNotFound.
+	RequestCancel(ctx context.Context, p CancelParams) (*task.Record, error)
+	// DeleteExpired deletes up to limit tasks whose TTL has elapsed at now
+	// and returns how many it deleted.
+	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Claimed is a task leased by [Store.Claim].
+type Claimed struct {
+	*task.Record
+	// Lost reports that the task's previous lease expired while held: the
+	// worker that held it died or hung. The engine applies the tool's retry
+	// policy to such tasks.
+	Lost bool
+}
+
+// ClaimParams are the parameters of [Store.Claim].
+type ClaimParams struct {
+	Owner          string
+	Tools          []string
+	Now            time.Time
+	LeaseExpiresAt time.Time
+	Limit          int
+}
+
+// FenceParams name a task and the attempt whose lease the caller holds.
+type FenceParams struct {
+	ID      string
+	Attempt int
+	Now     time.Time
+}
+
+// HeartbeatParams are the parameters of [Store.Heartbeat].
+type HeartbeatParams struct {
+	FenceParams
+	LeaseExpiresAt time.Time
+}
+
+// StatusMessageParams are the parameters of [Store.SetStatusMessage].
+type StatusMessageParams struct {
+	FenceParams
+	StatusMessage string
+}
+
+// RequestInputParams are the parameters of [Store.RequestInput].
+type RequestInputParams struct {
+	FenceParams
+	// Requests maps input keys to InputRequest JSON.
+	Requests map[string]json.RawMessage
+	// StatusMessage, if set, replaces the status message when the task
+	// goes to input_required.
+	StatusMessage string
+}
+
+// FinishParams are the parameters of [Store.Finish].
+type FinishParams struct {
+	FenceParams
+	Status        task.Status // Completed, Failed or Cancelled.
+	StatusMessage string
+	Result        json.RawMessage // for Completed
+	Error         *task.Error     // for Failed
+}
+
+// AnswerParams are the parameters of [Store.Answer].
+type AnswerParams struct {
+	ID        string
+	Principal string
+	Now       time.Time
+	Responses map[string]json.RawMessage
+}
+
+// CancelParams are the parameters of [Store.RequestCancel].
+type CancelParams struct {
+	ID            string
+	Principal     string
+	Now           time.Time
+	StatusMessage string // set when the task is cancelled at once
+}

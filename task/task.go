@@ -1,0 +1,124 @@
+// Package task defines the task record, its statuses and state machine, and
+// the wire JSON of the MCP Tasks extension; it does no I/O.
+package task
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ExtensionID is the identifier of the MCP Tasks extension.
+const ExtensionID = "io.modelcontextprotocol/tasks"
+
+// Record is the durable state of one task: what the store keeps and the
+// engine works on. The wire view is [Record.Detailed].
+type Record struct {
+	// ID is the task id, the handle of every later tasks/* request.
+	ID string
+	// Principal is who created the task; only that principal may read,
+	// answer or cancel it.
+	Principal string
+	// Tool is the name of the tool that runs the task.
+	Tool string
+	// Args is the JSON object of tool arguments.
+	Args json.RawMessage
+	// ClientCapabilities is the JSON of the originating request's client
+	// capabilities; input requests are limited to what it declares.
+	ClientCapabilities json.RawMessage
+
+	// Status is the current status.
+	Status Status
+	// StatusMessage is optional human-readable context for the status.
+	StatusMessage string
+	// CreatedAt is when the task was created; TTL counts from here.
+	CreatedAt time.Time
+	// UpdatedAt is when the task last changed.
+	UpdatedAt time.Time
+	// TTL is how long the task is kept after CreatedAt; zero means no limit.
+	TTL time.Duration
+	// PollInterval is the suggested polling interval; zero means unset.
+	PollInterval time.Duration
+
+	// InputRequests maps each outstanding input key to its InputRequest JSON
+	// ({"method":..., "params":...}). It is non-empty exactly when Status is
+	// [InputRequired].
+	InputRequests map[string]json.RawMessage
+	// Answers maps every answered input key to the client's response JSON.
+	// Answers are kept for the task's life so that a re-run handler gets the
+	// stored answer instead of asking again.
+	Answers map[string]json.RawMessage
+
+	// Result is the final result JSON of a completed task.
+	Result json.RawMessage
+	// Error is the JSON-RPC error of a failed task.
+	Error *Error
+
+	// CancelRequested is set by tasks/cancel; the worker running the task
+	// stops it and ends it cancelled.
+	CancelRequested bool
+	// Attempt counts the claims of this task; it is the fencing token of the
+	// current lease. Zero means never claimed.
+	Attempt int
+	// LeaseOwner names the worker that holds the lease, if any.
+	LeaseOwner string
+	// LeaseExpiresAt is when the current lease ends; zero when unleased.
+	LeaseExpiresAt time.Time
+}
+
+// Error is a JSON-RPC error object, as carried by a failed task.
+type Error struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// Error implements the error interface.
+func (e *Error) Error() string { return e.Message }
+
+// ExpiresAt reports when the task's TTL elapses, and false if it has no TTL.
+func (r *Record) ExpiresAt() (time.Time, bool) {
+	if r.TTL <= 0 {
+		return time.Time{}, false
+	}
+	return r.CreatedAt.Add(r.TTL), true
+}
+
+// Expired reports whether the task's TTL has elapsed at now.
+func (r *Record) Expired(now time.Time) bool {
+	t, ok := r.ExpiresAt()
+	return ok && !now.Before(t)
+}
+
+// Clone returns a deep copy of r.
+func (r *Record) Clone() *Record {
+	c := *r
+	c.Args = cloneRaw(r.Args)
+	c.ClientCapabilities = cloneRaw(r.ClientCapabilities)
+	c.Result = cloneRaw(r.Result)
+	c.InputRequests = cloneMap(r.InputRequests)
+	c.Answers = cloneMap(r.Answers)
+	if r.Error != nil {
+		e := *r.Error
+		e.Data = cloneRaw(r.Error.Data)
+		c.Error = &e
+	}
+	return &c
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), b...)
+}
+
+func cloneMap(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		c[k] = cloneRaw(v)
+	}
+	return c
+}

@@ -1,0 +1,100 @@
+package task
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// ResultType values of the results this package describes.
+const (
+	// ResultTypeTask marks a CreateTaskResult.
+	ResultTypeTask = "task"
+	// ResultTypeComplete marks every other result, tasks/* included.
+	ResultTypeComplete = "complete"
+)
+
+// TimeFormat is the layout of createdAt and lastUpdatedAt: RFC 3339 in UTC
+// with milliseconds, e.g. 2026-07-28T10:30:00.000Z.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Info is the wire form of the extension's Task object: the fields common to
+// CreateTaskResult and every DetailedTask variant.
+type Info struct {
+	TaskID        string `json:"taskId"`
+	Status        Status `json:"status"`
+	StatusMessage string `json:"statusMessage,omitempty"`
+	CreatedAt     string `json:"createdAt"`
+	LastUpdatedAt string `json:"lastUpdatedAt"`
+	// TTLMs is always present; null means no limit.
+	TTLMs          *int64 `json:"ttlMs"`
+	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+}
+
+// CreateResult is the body of a CreateTaskResult, without _meta.
+type CreateResult struct {
+	ResultType string `json:"resultType"`
+	Info
+}
+
+// Detailed is the body of a GetTaskResult (a DetailedTask with
+// resultType "complete"), without _meta. Exactly one of InputRequests,
+// Result and Error is set, as the status requires.
+type Detailed struct {
+	ResultType string `json:"resultType"`
+	Info
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         *Error                     `json:"error,omitempty"`
+}
+
+// Info returns the wire Task fields of r.
+func (r *Record) Info() Info {
+	in := Info{
+		TaskID:        r.ID,
+		Status:        r.Status,
+		StatusMessage: r.StatusMessage,
+		CreatedAt:     FormatTime(r.CreatedAt),
+		LastUpdatedAt: FormatTime(r.UpdatedAt),
+	}
+	if r.TTL > 0 {
+		ms := r.TTL.Milliseconds()
+		in.TTLMs = &ms
+	}
+	if r.PollInterval > 0 {
+		ms := r.PollInterval.Milliseconds()
+		in.PollIntervalMs = &ms
+	}
+	return in
+}
+
+// CreateResult returns the CreateTaskResult body for r.
+func (r *Record) CreateResult() CreateResult {
+	return CreateResult{ResultType: ResultTypeTask, Info: r.Info()}
+}
+
+// Detailed returns the DetailedTask variant for r's status, as tasks/get
+// returns it.
+func (r *Record) Detailed() Detailed {
+	d := Detailed{ResultType: ResultTypeComplete, Info: r.Info()}
+	switch r.Status {
+	case InputRequired:
+		d.InputRequests = r.InputRequests
+	case Completed:
+		d.Result = r.Result
+	case Failed:
+		d.Error = r.Error
+		if d.Error == nil {
+			d.Error = &Error{Code: CodeInternalError, Message: "task failed"}
+		}
+	}
+	return d
+}
+
+// CodeInternalError is the JSON-RPC internal error code, used for failed
+// tasks that have no error of their own (lost workers, expiry).
+const CodeInternalError = -32603
+
+// FormatTime formats t in [TimeFormat], in UTC.
+func FormatTime(t time.Time) string {
+	return t.UTC().Format(TimeFormat)
+}
