@@ -1,0 +1,295 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// binary is the mcptasks binary built once for the end-to-end tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcptasks-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "mcptasks")
+	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build mcptasks: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running mcptasks process.
+type proc struct {
+	cmd  *exec.Cmd
+	url  string
+	logs *bytes.Buffer
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// start runs "mcptasks serve ARGS" on addr and waits until it answers.
+func start(t *testing.T, addr string, args ...string) *proc {
+	t.Helper()
+	p := &proc{url: "http://" + addr + "/mcp", logs: &bytes.Buffer{}}
+	p.cmd = exec.Command(binary, append([]string{"serve", "--listen", addr, "--log-level", "debug"}, args...)...)
+	p.cmd.Stderr = p.logs
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if p.cmd.ProcessState == nil {
+			_ = p.cmd.Process.Kill()
+			_ = p.cmd.Wait()
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", p.logs)
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start: %v\n%s", err, p.logs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port that is not open yet
+	}
+}
+
+// rpc is a minimal 2026-07-28 requester for the tests.
+type rpc struct {
+	url   string
+	token string
+	tasks bool // declare the Tasks extension
+	id    atomic.Int64
+}
+
+type rpcError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data"`
+}
+
+// call sends one request and returns its result or error and the HTTP status.
+func (c *rpc) call(t *testing.T, method string, params map[string]any) (map[string]any, *rpcError, int) {
+	t.Helper()
+	caps := map[string]any{"elicitation": map[string]any{}}
+	if c.tasks {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "0"},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
+	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if id, ok := params["taskId"].(string); ok {
+		req.Header.Set("Mcp-Name", id)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		raw = lastSSEData(raw)
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  *rpcError      `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatalf("%s: HTTP %d, bad body %q: %v", method, resp.StatusCode, raw, err)
+	}
+	return msg.Result, msg.Error, resp.StatusCode
+}
+
+func lastSSEData(b []byte) []byte {
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+			last = []byte(strings.TrimSpace(d))
+		}
+	}
+	return last
+}
+
+// mustCall is call that fails the test on a JSON-RPC error.
+func (c *rpc) mustCall(t *testing.T, method string, params map[string]any) map[string]any {
+	t.Helper()
+	res, rerr, status := c.call(t, method, params)
+	if rerr != nil {
+		t.Fatalf("%s: HTTP %d, error %d %s", method, status, rerr.Code, rerr.Message)
+	}
+	return res
+}
+
+func (c *rpc) callTool(t *testing.T, name string, args map[string]any) map[string]any {
+	t.Helper()
+	return c.mustCall(t, "tools/call", map[string]any{"name": name, "arguments": args})
+}
+
+func (c *rpc) get(t *testing.T, id string) map[string]any {
+	t.Helper()
+	return c.mustCall(t, "tasks/get", map[string]any{"taskId": id})
+}
+
+// waitStatus polls tasks/get until the task has the status, for at most d.
+func (c *rpc) waitStatus(t *testing.T, id, status string, d time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		got := c.get(t, id)
+		if got["status"] == status {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: status %v after %s, want %s: %v", id, got["status"], d, status, got)
+		}
+		time.Sleep(50 * time.Millisecond) // the poll interval of this test client
+	}
+}
+
+// TestCrashRecovery kills the server with SIGKILL while it holds a running
+// task, a task waiting for input and a completed task, starts it again on
+// the same SQLite file, and finds every task again: the same ids,
+// createdAt and results; the running tasks re-run or fail per their tool's
+// retry policy.
+func TestCrashRecovery(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
+	addr := freeAddr(t)
+	args := []string{"--store", db, "--lease", "1s", "--demo-step", "30s"}
+	p := start(t, addr, args...)
+	c := &rpc{url: p.url, tasks: true}
+
+	done := c.callTool(t, "slow_compute", map[string]any{"seconds": 0.1, "label": "done"})
+	rerun := c.callTool(t, "slow_compute", map[string]any{"seconds": 3, "label": "rerun"})
+	lost := c.callTool(t, "failing_job", map[string]any{}) // works one 30 s step; not re-runnable
+	asks := c.callTool(t, "confirm_delete", map[string]any{"filename": "a.txt"})
+	for _, r := range []map[string]any{done, rerun, lost, asks} {
+		if r["resultType"] != "task" {
+			t.Fatalf("tools/call: want a task, got %v", r)
+		}
+	}
+	id := func(r map[string]any) string { return r["taskId"].(string) }
+	completed := c.waitStatus(t, id(done), "completed", 10*time.Second)
+	waiting := c.waitStatus(t, id(asks), "input_required", 10*time.Second)
+	c.waitStatus(t, id(rerun), "working", time.Second)
+
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
+
+	p2 := start(t, addr, args...)
+	c.url = p2.url
+
+	// Every task is there, unchanged where it had settled.
+	for _, r := range []map[string]any{done, rerun, lost, asks} {
+		got := c.get(t, id(r))
+		if got["createdAt"] != r["createdAt"] {
+			t.Errorf("task %s: createdAt %v after restart, was %v", id(r), got["createdAt"], r["createdAt"])
+		}
+	}
+	if got := c.get(t, id(done)); !jsonEqual(got["result"], completed["result"]) || got["status"] != "completed" {
+		t.Errorf("completed task after restart: %v, want result %v", got, completed["result"])
+	}
+	if got := c.get(t, id(asks)); got["status"] != "input_required" || !jsonEqual(got["inputRequests"], waiting["inputRequests"]) {
+		t.Errorf("waiting task after restart: %v, want input_required with %v", got, waiting["inputRequests"])
+	}
+
+	// The re-runnable task is re-run after its lease expires and completes.
+	got := c.waitStatus(t, id(rerun), "completed", 15*time.Second)
+	if !strings.Contains(fmt.Sprint(got["result"]), "rerun") {
+		t.Errorf("re-run task result: %v", got["result"])
+	}
+	// The other one fails, saying the worker was lost.
+	got = c.waitStatus(t, id(lost), "failed", 15*time.Second)
+	if msg := fmt.Sprint(got["error"]); !strings.Contains(msg, "worker") || !strings.Contains(msg, "lost") {
+		t.Errorf("lost task error: %v", got["error"])
+	}
+	// The waiting task takes its answer on the new process.
+	var key string
+	for k := range waiting["inputRequests"].(map[string]any) {
+		key = k
+	}
+	c.mustCall(t, "tasks/update", map[string]any{"taskId": id(asks), "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
+	}})
+	got = c.waitStatus(t, id(asks), "completed", 10*time.Second)
+	if !strings.Contains(fmt.Sprint(got["result"]), "Deleted a.txt") {
+		t.Errorf("answered task result: %v", got["result"])
+	}
+}
+
+// TestDrainOnSIGTERM checks that SIGTERM lets a running task finish and the
+// process exit 0.
+func TestDrainOnSIGTERM(t *testing.T) {
+	addr := freeAddr(t)
+	p := start(t, addr, "--store", "sqlite:"+filepath.Join(t.TempDir(), "tasks.db"), "--drain-timeout", "10s")
+	c := &rpc{url: p.url, tasks: true}
+	r := c.callTool(t, "slow_compute", map[string]any{"seconds": 1, "label": "drain"})
+	c.waitStatus(t, r["taskId"].(string), "working", time.Second)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	if !strings.Contains(p.logs.String(), `msg="task finished" task=`+r["taskId"].(string)) {
+		t.Errorf("the running task did not finish before exit")
+	}
+}
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}

@@ -1,0 +1,40 @@
+// Command mcptasks serves MCP tools as durable tasks.
+//
+// Run "mcptasks --help" for the commands and "mcptasks COMMAND --help" for
+// their flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newRootCmd().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptasks:", err)
+		os.Exit(2)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mcptasks",
+		Short: "Durable, long-running MCP tool calls (the MCP Tasks extension)",
+		Long: `mcptasks serves MCP tools as durable tasks (MCP 2026-07-28 with the
+io.modelcontextprotocol/tasks extension): a long tools/call is answered with a
+task id at once, and the client polls tasks/get, answers questions with
+tasks/update and stops work with tasks/cancel. Tasks are stored before the
+reply and survive a restart of the server.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newServeCmd())
+	return root
+}
