@@ -29,7 +29,13 @@ var (
 // the process (and, for the sqlite backend, of the machine).
 //
 // Writes made by a worker are fenced: they name the Attempt the worker
-// claimed and fail with ErrLeaseLost when the task has moved on.
+// claimed and fail with ErrLeaseLost when the task has moved on. The
+// Attempt is the fencing token: a worker whose lease ran out may still write
+// until another worker has claimed the task.
+//
+// Stores keep times to the millisecond; callers pass UTC times truncated to
+// milliseconds. Get does not hide tasks whose TTL elapsed (it takes no
+// time): the engine does, until DeleteExpired removes them.
 type Store interface {
 	// Create inserts a new task. It returns only after the record is durable.
 	Create(ctx context.Context, r *task.Record) error
@@ -67,7 +73,8 @@ type Store interface {
 	// returns the record after the change, or ErrNotFound.
 	RequestCancel(ctx context.Context, p CancelParams) (*task.Record, error)
 	// DeleteExpired deletes up to limit tasks whose TTL has elapsed at now
-	// and returns how many it deleted.
+	// (all of them if limit is zero or less) and returns how many it
+	// deleted.
 	DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error)
 	// Close releases the store's resources.
 	Close() error
@@ -84,11 +91,14 @@ type Claimed struct {
 
 // ClaimParams are the parameters of [Store.Claim].
 type ClaimParams struct {
-	Owner          string
+	Owner string
+	// Tools limits the claim to tasks of these tools; nil means any tool,
+	// an empty non-nil slice none.
 	Tools          []string
 	Now            time.Time
 	LeaseExpiresAt time.Time
-	Limit          int
+	// Limit is the most tasks to claim; zero or less means no limit.
+	Limit int
 }
 
 // FenceParams name a task and the attempt whose lease the caller holds.

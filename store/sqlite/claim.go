@@ -1,0 +1,87 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// claimSQL selects the claimable tasks, oldest first, by the tasks_claim
+// index: its WHERE must imply the index's, so the statuses are literals.
+// The parameters are now (twice), then the limit; claimQuery adds the tools.
+const claimSQL = selectSQL + `
+	WHERE status IN ('working', 'input_required')
+	  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
+	  AND (expires_at IS NULL OR expires_at > ?)`
+
+// claimQuery returns the candidate query of p and its arguments.
+func claimQuery(p store.ClaimParams) (string, []any) {
+	now := p.Now.UnixMilli()
+	q, args := claimSQL, []any{now, now}
+	if p.Tools != nil {
+		q += ` AND tool IN (?` + strings.Repeat(`, ?`, len(p.Tools)-1) + `)`
+		for _, t := range p.Tools {
+			args = append(args, t)
+		}
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = -1 // no limit
+	}
+	return q + ` ORDER BY created_at, id LIMIT ?`, append(args, limit)
+}
+
+// Claim implements [store.Store]. It selects the candidates by index and
+// leases each with [store.ApplyClaim], in one write transaction.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	if p.Tools != nil && len(p.Tools) == 0 {
+		return nil, nil // no tool matches, as in store.Claimable
+	}
+	q, args := claimQuery(p)
+	var out []store.Claimed
+	err := s.inTx(ctx, "claim", func(tx *sql.Tx) error {
+		cands, err := queryRecords(ctx, tx, q, args...)
+		if err != nil {
+			return fmt.Errorf("sqlite: claim: %w", err)
+		}
+		for _, r := range cands {
+			// The query and store.Claimable agree; the check keeps the
+			// rules in one place.
+			if !store.Claimable(r, p) {
+				continue
+			}
+			c := store.ApplyClaim(r, p)
+			if err := update(ctx, tx, c.Record); err != nil {
+				return fmt.Errorf("sqlite: claim: %w", err)
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// queryRecords runs q in tx and reads all its rows.
+func queryRecords(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]*task.Record, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var rs []*task.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, rows.Err()
+}

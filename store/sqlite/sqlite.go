@@ -1,0 +1,174 @@
+// Package sqlite is the embedded, durable Store: one SQLite file in WAL mode with synchronous=FULL, on the pure-Go modernc.org/sqlite driver.
+//
+// Every write goes through a single connection in a BEGIN IMMEDIATE
+// transaction that loads the task, applies the shared state-machine rules of
+// package store and writes the task back. Reads use a separate pool of
+// read-only connections, which WAL lets run beside the writer. With
+// synchronous=FULL a write that returned nil has been synced to disk: it
+// survives a crash of the process and of the machine.
+//
+// Several processes may open the same file (a server and a worker on one
+// machine): SQLite serializes their writes, and a writer waits up to
+// [Options.BusyTimeout] for another process's transaction.
+//
+// Times are kept as unix milliseconds and come back in UTC; durations in
+// whole milliseconds. Args, ClientCapabilities and Result are kept byte for
+// byte. The values of InputRequests and Answers, and Error.Data, are kept
+// byte for byte inside a JSON object, so they must be valid JSON: whitespace
+// around a value is dropped, a nil value comes back as null, and a write of
+// an invalid value fails.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// Defaults for a nil or zero [Options].
+const (
+	// DefaultBusyTimeout is how long a connection waits for a lock held
+	// by another process before it fails with SQLITE_BUSY.
+	DefaultBusyTimeout = 5 * time.Second
+	// DefaultMaxReadConns is the size of the read-only connection pool.
+	DefaultMaxReadConns = 4
+)
+
+// Options configure [Open]. A nil or zero Options uses the defaults.
+type Options struct {
+	// BusyTimeout is how long a connection waits for a lock held by
+	// another process; zero means DefaultBusyTimeout.
+	BusyTimeout time.Duration
+	// MaxReadConns caps the read-only connection pool; zero means
+	// DefaultMaxReadConns.
+	MaxReadConns int
+}
+
+// Store is a [store.Store] kept in one SQLite file. It is safe for
+// concurrent use; call Close when done.
+type Store struct {
+	w   *sql.DB   // the one write connection: SQLite has one writer
+	r   *sql.DB   // read-only connections
+	get *sql.Stmt // getSQL on r, prepared once per connection
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens the SQLite database at path, creating the file if it does not
+// exist, and brings its schema to the latest version. The path is a file
+// name, not a URI, and may not contain '?'; ":memory:" is refused because
+// the read pool would see another database than the writer.
+func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
+	o, err := options(opts)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case path == "":
+		return nil, errors.New("sqlite: path is empty: name the database file")
+	case path == ":memory:":
+		return nil, errors.New("sqlite: path :memory: is not supported: use store/memory, or a file")
+	case strings.Contains(path, "?"):
+		return nil, fmt.Errorf("sqlite: path %q contains '?': use a file name without it", path)
+	}
+	ms, err := loadMigrations(migrationFS, migrationDir)
+	if err != nil {
+		return nil, err
+	}
+
+	w, err := sql.Open("sqlite", dsn(path, o, "_txlock", "immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	w.SetConnMaxLifetime(0)
+	if err := checkWAL(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if err := migrate(ctx, w, ms); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+
+	r, err := sql.Open("sqlite", dsn(path, o, "_query_only", "1"))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(o.MaxReadConns)
+	r.SetMaxIdleConns(o.MaxReadConns)
+	get, err := r.PrepareContext(ctx, getSQL)
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	return &Store{w: w, r: r, get: get}, nil
+}
+
+// options returns opts with the defaults filled in.
+func options(opts *Options) (Options, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout < 0 {
+		return o, fmt.Errorf("sqlite: Options.BusyTimeout is %v: use zero for the default or a positive duration", o.BusyTimeout)
+	}
+	if o.MaxReadConns < 0 {
+		return o, fmt.Errorf("sqlite: Options.MaxReadConns is %d: use zero for the default or a positive number", o.MaxReadConns)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = DefaultBusyTimeout
+	}
+	if o.MaxReadConns == 0 {
+		o.MaxReadConns = DefaultMaxReadConns
+	}
+	return o, nil
+}
+
+// dsn returns the modernc.org/sqlite data source name for path: the pragmas
+// every connection runs when it opens, and the extra key-value pairs.
+func dsn(path string, o Options, extra ...string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(ON)")
+	for i := 0; i+1 < len(extra); i += 2 {
+		q.Add(extra[i], extra[i+1])
+	}
+	return path + "?" + q.Encode()
+}
+
+// checkWAL fails unless the database is in WAL mode: SQLite keeps the old
+// journal mode, without an error, where WAL is impossible.
+func checkWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, not wal: the file system may not support WAL", mode)
+	}
+	return nil
+}
+
+// Close closes the database. Calls in flight may fail.
+func (s *Store) Close() error {
+	if err := errors.Join(s.get.Close(), s.r.Close(), s.w.Close()); err != nil {
+		return fmt.Errorf("sqlite: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,318 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/storetest"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// openTemp opens a store on a new file in t's temporary directory. The
+// caller closes it.
+func openTemp(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"), nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	return s
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return openTemp(t) })
+}
+
+var t0 = time.Date(2026, time.July, 28, 10, 30, 0, 0, time.UTC)
+
+func newTask(id string) *task.Record {
+	return &task.Record{
+		ID: id, Principal: "alice", Tool: "echo", Args: json.RawMessage(`{"n": 1}`),
+		Status: task.Working, CreatedAt: t0, UpdatedAt: t0, TTL: time.Hour,
+	}
+}
+
+func TestOpen_Reopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if err := s.Create(ctx, newTask("t1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("Claim = %d tasks, %v; want 1, nil", len(cs), err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s, err = Open(ctx, path, &Options{MaxReadConns: 1})
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	defer s.Close()
+	got, err := s.Get(ctx, "t1")
+	if err != nil {
+		t.Fatalf("Get after reopen: %v", err)
+	}
+	if got.Attempt != 1 || got.LeaseOwner != "w1" || !got.LeaseExpiresAt.Equal(t0.Add(time.Minute)) || string(got.Args) != `{"n": 1}` {
+		t.Errorf("after reopen: %+v", got)
+	}
+	var versions int
+	if err := s.r.QueryRow(`SELECT COUNT(*) FROM schema_migrations`).Scan(&versions); err != nil {
+		t.Fatal(err)
+	}
+	if versions != 1 {
+		t.Errorf("schema_migrations has %d rows after reopening, want 1", versions)
+	}
+}
+
+func TestOpen_Pragmas(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t)
+	defer s.Close()
+	tests := []struct {
+		pragma string
+		writer string
+		reader string
+	}{
+		{"journal_mode", "wal", "wal"},
+		{"synchronous", "2", "2"}, // FULL
+		{"foreign_keys", "1", "1"},
+		{"busy_timeout", "5000", "5000"},
+		{"query_only", "0", "1"},
+	}
+	for _, tt := range tests {
+		for _, c := range []struct {
+			pool string
+			got  func() (string, error)
+			want string
+		}{
+			{"writer", func() (v string, err error) { return v, s.w.QueryRow("PRAGMA " + tt.pragma).Scan(&v) }, tt.writer},
+			{"reader", func() (v string, err error) { return v, s.r.QueryRow("PRAGMA " + tt.pragma).Scan(&v) }, tt.reader},
+		} {
+			got, err := c.got()
+			if err != nil {
+				t.Fatalf("%s: PRAGMA %s: %v", c.pool, tt.pragma, err)
+			}
+			if got != c.want {
+				t.Errorf("%s: PRAGMA %s = %s, want %s", c.pool, tt.pragma, got, c.want)
+			}
+		}
+	}
+
+	// The read pool cannot write.
+	if _, err := s.r.Exec(`DELETE FROM tasks`); err == nil {
+		t.Error("a write on the read pool succeeded")
+	}
+}
+
+func TestOpen_BadArguments(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		path string
+		opts *Options
+		want string
+	}{
+		{"EmptyPath", "", nil, "path is empty"},
+		{"Memory", ":memory:", nil, ":memory:"},
+		{"QuestionMark", filepath.Join(dir, "a?b.db"), nil, "contains '?'"},
+		{"NegativeBusyTimeout", filepath.Join(dir, "a.db"), &Options{BusyTimeout: -time.Second}, "BusyTimeout"},
+		{"NegativeMaxReadConns", filepath.Join(dir, "a.db"), &Options{MaxReadConns: -1}, "MaxReadConns"},
+		{"MissingDirectory", filepath.Join(dir, "no", "such", "dir", "a.db"), nil, "open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(context.Background(), tt.path, tt.opts)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded, want an error naming %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open: %v, want it to name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpen_NewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	s, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	if _, err := s.w.Exec(`INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, '999_future.up.sql', 0)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(ctx, path, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a database from a newer program succeeded")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open: %v, want it to say the schema is newer", err)
+	}
+}
+
+// TestQueryPlans checks that no query of the store scans the tasks table.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t)
+	defer s.Close()
+	claimAll, claimArgs := claimQuery(store.ClaimParams{Now: t0})
+	claimTools, toolArgs := claimQuery(store.ClaimParams{Now: t0, Tools: []string{"a", "b"}, Limit: 5})
+	tests := []struct {
+		name  string
+		query string
+		args  []any
+	}{
+		{"Get", getSQL, []any{"t1"}},
+		{"Update", updateSQL, make([]any, 20)},
+		{"Claim", claimAll, claimArgs},
+		{"ClaimTools", claimTools, toolArgs},
+		{"DeleteExpired", deleteExpiredSQL, []any{0, 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := s.w.Query("EXPLAIN QUERY PLAN "+tt.query, tt.args...)
+			if err != nil {
+				t.Fatalf("EXPLAIN: %v", err)
+			}
+			defer rows.Close()
+			var plan []string
+			for rows.Next() {
+				var id, parent, notUsed int
+				var detail string
+				if err := rows.Scan(&id, &parent, &notUsed, &detail); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, detail)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("plan: %q", plan)
+			for _, step := range plan {
+				if strings.HasPrefix(step, "SCAN tasks") && !strings.Contains(step, "INDEX") {
+					t.Errorf("plan scans the table: %q", plan)
+				}
+				if strings.Contains(step, "TEMP B-TREE") {
+					t.Errorf("plan sorts: %q", plan)
+				}
+			}
+		})
+	}
+}
+
+// TestInvalidJSONInMaps checks that a value the store cannot keep byte for
+// byte is refused, and the task left as it was.
+func TestInvalidJSONInMaps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTemp(t)
+	defer s.Close()
+	r := newTask("t1")
+	r.Answers = map[string]json.RawMessage{"a": json.RawMessage(`{not json`)}
+	if err := s.Create(ctx, r); err == nil {
+		t.Fatal("Create with an invalid answer succeeded")
+	}
+	if err := s.Create(ctx, newTask("t1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("Claim = %d, %v", len(cs), err)
+	}
+	_, err = s.RequestInput(ctx, store.RequestInputParams{
+		FenceParams: store.FenceParams{ID: "t1", Attempt: 1, Now: t0},
+		Requests:    map[string]json.RawMessage{"q": json.RawMessage(`{"method":`)},
+	})
+	if err == nil || errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("RequestInput with invalid JSON = %v, want an encoding error", err)
+	}
+	got, err := s.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != task.Working || len(got.InputRequests) != 0 {
+		t.Errorf("after a failed RequestInput: status %s, requests %v", got.Status, got.InputRequests)
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Create(ctx, newTask("t1")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create = %v, want context.Canceled", err)
+	}
+	if _, err := s.Get(ctx, "t1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get = %v, want context.Canceled", err)
+	}
+	if _, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Claim = %v, want context.Canceled", err)
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	defer s.Close()
+	const n = 1000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = task.NewID()
+		if err := s.Create(ctx, newTask(ids[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := ids[next.Add(1)%n]
+			if _, err := s.Get(ctx, id); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+func BenchmarkCreate(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	defer s.Close()
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.Create(ctx, newTask(fmt.Sprintf("t%d", next.Add(1)))); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

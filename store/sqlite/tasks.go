@@ -1,0 +1,155 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Create implements [store.Store].
+func (s *Store) Create(ctx context.Context, r *task.Record) error {
+	vals, err := recordValues(r)
+	if err != nil {
+		return fmt.Errorf("sqlite: create task: %w", err)
+	}
+	res, err := s.w.ExecContext(ctx, insertSQL, vals...)
+	if err != nil {
+		return fmt.Errorf("sqlite: create task: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("sqlite: create task: %w", err)
+	}
+	if n == 0 {
+		return store.ErrExists
+	}
+	return nil
+}
+
+// Get implements [store.Store]. It is a primary-key read on the read pool.
+func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	r, err := scanRecord(s.get.QueryRowContext(ctx, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: get task: %w", err)
+	}
+	return r, nil
+}
+
+// inTx runs fn in a write transaction on the write connection (BEGIN
+// IMMEDIATE, so it holds the write lock from the start) and commits if fn
+// returns nil. Errors of the database are wrapped with op; fn's own errors
+// are returned as they are.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// modify loads the task with the id in a write transaction and runs fn on
+// it; if fn reports a change, the task is written back before the commit.
+// It returns the task as fn left it, or ErrNotFound.
+func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) (*task.Record, error) {
+	var out *task.Record
+	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+		r, err := scanRecord(tx.QueryRowContext(ctx, getSQL, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("sqlite: %s: load: %w", op, err)
+		}
+		changed, err := fn(r)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if err := update(ctx, tx, r); err != nil {
+				return fmt.Errorf("sqlite: %s: %w", op, err)
+			}
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// fenced is modify for worker writes: a missing task is a lost lease.
+func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) error {
+	_, err := s.modify(ctx, op, id, fn)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ErrLeaseLost
+	}
+	return err
+}
+
+// Heartbeat implements [store.Store].
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
+	err = s.fenced(ctx, "heartbeat", p.ID, func(r *task.Record) (bool, error) {
+		cancelRequested, err = store.ApplyHeartbeat(r, p)
+		return true, err
+	})
+	return cancelRequested, err
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
+	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {
+		return true, store.ApplyRelease(r, p)
+	})
+}
+
+// SetStatusMessage implements [store.Store].
+func (s *Store) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
+	return s.fenced(ctx, "set status message", p.ID, func(r *task.Record) (bool, error) {
+		return store.ApplyStatusMessage(r, p)
+	})
+}
+
+// RequestInput implements [store.Store].
+func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
+	err = s.fenced(ctx, "request input", p.ID, func(r *task.Record) (changed bool, err error) {
+		answers, changed, err = store.ApplyRequestInput(r, p)
+		return changed, err
+	})
+	return answers, err
+}
+
+// Finish implements [store.Store].
+func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
+	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {
+		return true, store.ApplyFinish(r, p)
+	})
+}
+
+// Answer implements [store.Store].
+func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []string, err error) {
+	_, err = s.modify(ctx, "answer", p.ID, func(r *task.Record) (bool, error) {
+		accepted, err = store.ApplyAnswer(r, p)
+		return len(accepted) > 0, err
+	})
+	return accepted, err
+}
+
+// RequestCancel implements [store.Store].
+func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
+	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, error) {
+		return store.ApplyCancel(r, p)
+	})
+}

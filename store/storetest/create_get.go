@@ -1,0 +1,194 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+func testCreateGet(t *testing.T, f factory) {
+	t.Run("RoundTrip", func(t *testing.T) { testRoundTrip(t, f) })
+
+	t.Run("Copies", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		r := newTask("t1")
+		r.InputRequests = raws("a", reqA)
+		r.Answers = raws("b", respB)
+		want := r.Clone()
+		create(t, s, r)
+
+		// Changing the argument of Create changes nothing stored.
+		r.Tool = "changed"
+		r.Args[0] = '['
+		r.InputRequests["a"] = reqC
+		r.Answers["c"] = respA
+		wantStored(t, s, want)
+
+		// Nor does changing what Get returned.
+		g := get(t, s, "t1")
+		g.Status = task.Failed
+		g.Args[0] = '['
+		g.InputRequests["x"] = reqC
+		g.Answers["b"] = respA
+		wantStored(t, s, want)
+	})
+
+	t.Run("DuplicateID", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		first := newTask("t1")
+		create(t, s, first)
+
+		dup := newTask("t1")
+		dup.Principal = bob
+		dup.Tool = "other"
+		err := s.Create(context.Background(), dup)
+		wantErr(t, "Create(duplicate)", err, store.ErrExists)
+		wantStored(t, s, first)
+	})
+
+	t.Run("GetUnknown", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		create(t, s, newTask("t1"))
+		_, err := s.Get(context.Background(), "t2")
+		wantErr(t, "Get(unknown)", err, store.ErrNotFound)
+	})
+
+	t.Run("ManyTasks", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		var want []*task.Record
+		for i := range 20 {
+			r := newTask(task.NewID())
+			r.CreatedAt = at(time.Duration(i) * time.Millisecond)
+			r.UpdatedAt = r.CreatedAt
+			r.Args = json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))
+			want = append(want, r)
+		}
+		create(t, s, want...)
+		for _, w := range want {
+			wantStored(t, s, w)
+		}
+	})
+}
+
+// testRoundTrip checks that Get returns every field Create was given.
+func testRoundTrip(t *testing.T, f factory) {
+	ms := func(n int) time.Time { return at(time.Duration(n) * time.Millisecond) }
+	tests := []struct {
+		name string
+		rec  func() *task.Record
+	}{
+		{
+			name: "Queued",
+			rec:  func() *task.Record { return newTask("t1") },
+		},
+		{
+			name: "EveryField",
+			rec: func() *task.Record {
+				return &task.Record{
+					ID:                 task.NewID(),
+					Principal:          "user:alice@example.com",
+					Tool:               "render/video",
+					Args:               json.RawMessage(`{"frames": [1, 2, 3], "name":"caf\u00e9 <b>&</b>"}`),
+					ClientCapabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{}}`),
+					Status:             task.InputRequired,
+					StatusMessage:      "waiting for the operator — ünïcode ✓",
+					CreatedAt:          ms(123),
+					UpdatedAt:          ms(98_765),
+					TTL:                36*time.Hour + 250*time.Millisecond,
+					PollInterval:       1500 * time.Millisecond,
+					InputRequests:      raws("a", reqA, "key with spaces/and \"quotes\"", reqC),
+					Answers:            raws("earlier", respA, "other", respB),
+					Result:             json.RawMessage(`{"content":[]}`),
+					Error:              &task.Error{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why": "because"}`)},
+					CancelRequested:    true,
+					Attempt:            7,
+					LeaseOwner:         "worker-3/pid-42",
+					LeaseExpiresAt:     ms(130_001),
+				}
+			},
+		},
+		{
+			name: "Completed",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				r.Status = task.Completed
+				r.Result = json.RawMessage(`{"content":[{"type":"text","text":"done"}],"isError":true}`)
+				r.Attempt = 2
+				r.Answers = raws("a", respA)
+				return r
+			},
+		},
+		{
+			name: "FailedWithoutData",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				r.Status = task.Failed
+				r.Error = &task.Error{Code: task.CodeInternalError, Message: "worker lost"}
+				return r
+			},
+		},
+		{
+			name: "NilJSON",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				r.Args = nil
+				r.ClientCapabilities = nil
+				return r
+			},
+		},
+		{
+			// Empty maps and JSON values may come back nil.
+			name: "EmptyValues",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				r.Args = json.RawMessage{}
+				r.Result = json.RawMessage{}
+				r.InputRequests = map[string]json.RawMessage{}
+				r.Answers = map[string]json.RawMessage{}
+				return r
+			},
+		},
+		{
+			// Times compare Equal whatever their location.
+			name: "NonUTCTimes",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				tz := time.FixedZone("UTC+5:30", 5*3600+1800)
+				r.CreatedAt = ms(5).In(tz)
+				r.UpdatedAt = ms(6).In(tz)
+				r.LeaseOwner = "w"
+				r.Attempt = 1
+				r.LeaseExpiresAt = ms(7).In(tz)
+				return r
+			},
+		},
+		{
+			name: "TimesBefore1970",
+			rec: func() *task.Record {
+				r := newTask("t1")
+				r.CreatedAt = time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)
+				r.UpdatedAt = r.CreatedAt
+				return r
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := f.open(t)
+			r := tt.rec()
+			want := r.Clone()
+			create(t, s, r)
+			wantStored(t, s, want)
+		})
+	}
+}
