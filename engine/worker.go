@@ -38,6 +38,10 @@ func (e *Engine) Start(ctx context.Context) {
 		e.loops.Add(2)
 		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
 		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
+		if l, ok := e.st.(store.Listener); ok {
+			e.loops.Add(1)
+			go func() { defer e.loops.Done(); e.listenLoop(ctx, l) }()
+		}
 	})
 }
 
@@ -64,7 +68,11 @@ func (e *Engine) claimLoop(ctx context.Context) {
 // claimOnce claims as many tasks as there are free slots and starts them. It
 // returns how many it claimed.
 func (e *Engine) claimOnce(ctx context.Context) (int, error) {
-	free := cap(e.slots) - len(e.slots)
+	// Take the free slots before claiming: a handler coming back from
+	// RequestInput may take a slot at any moment, and a claimed task must
+	// never wait for one (its lease would run out unheartbeated, and the
+	// claim loop would block Shutdown).
+	free := e.reserveSlots()
 	if free == 0 {
 		return 0, nil
 	}
@@ -73,11 +81,13 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 		Owner: e.opts.Owner, Tools: e.names, Now: now,
 		LeaseExpiresAt: now.Add(e.opts.Lease), Limit: free,
 	})
+	for range free - len(claimed) {
+		<-e.slots // give back what was not used
+	}
 	if err != nil {
 		return 0, fmt.Errorf("engine: claim: %w", err)
 	}
 	for _, c := range claimed {
-		e.slots <- struct{}{}
 		e.handlers.Add(1)
 		go func() {
 			defer e.handlers.Done()
@@ -87,6 +97,20 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	return len(claimed), nil
 }
 
+// reserveSlots takes every free worker slot without blocking and returns
+// how many it took.
+func (e *Engine) reserveSlots() int {
+	n := 0
+	for {
+		select {
+		case e.slots <- struct{}{}:
+			n++
+		default:
+			return n
+		}
+	}
+}
+
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
 func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
@@ -94,6 +118,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	defer func() {
 		if x.slot {
 			<-e.slots
+			e.signal() // a slot is free: claim queued work now, not at the next tick
 		}
 	}()
 	t := e.tools[c.Tool]

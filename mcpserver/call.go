@@ -43,12 +43,21 @@ func InputRequired(requests mcp.InputRequestMap, requestState string) *InputRequ
 // caller is what the middleware needs of a request.
 type caller interface {
 	mcp.Request
+	ProtocolVersion() string
 	ClientCapabilities() *mcp.ClientCapabilities
 }
 
+// minTasksVersion is the first protocol version with the Tasks extension;
+// under older versions a declared extension means nothing.
+const minTasksVersion = "2026-07-28"
+
 // declaresTasks reports whether the request's own _meta declares the Tasks
-// extension. Earlier requests never count.
+// extension, under a protocol version that has it. Earlier requests never
+// count.
 func declaresTasks(req caller) bool {
+	if req.ProtocolVersion() < minTasksVersion {
+		return false
+	}
 	caps := req.ClientCapabilities()
 	if caps == nil {
 		return false
@@ -56,6 +65,19 @@ func declaresTasks(req caller) bool {
 	_, ok := caps.Extensions[task.ExtensionID]
 	return ok
 }
+
+// rawClientCapabilities returns the request's clientCapabilities exactly as
+// the client sent them in _meta, to be stored with a task.
+func rawClientCapabilities(req *mcp.CallToolRequest) (json.RawMessage, error) {
+	v, ok := req.Params.GetMeta()[metaClientCapabilities]
+	if !ok {
+		return json.RawMessage(`{}`), nil
+	}
+	return json.Marshal(v)
+}
+
+// metaClientCapabilities is the _meta key of the client's capabilities.
+const metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 
 // middleware routes tools/call of task-capable tools and gates tasks/*.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -83,16 +105,18 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if t == nil {
 		return next(ctx, "tools/call", req) // a plain go-sdk tool, or unknown
 	}
+	// Capability gating comes before argument validation (TASKS-SPEC §7.14).
 	args := req.Params.Arguments
+	declared := declaresTasks(req)
+	mode := t.mode(ctx, args)
+	if mode == TaskRequired && !declared {
+		return nil, missingTasksCapability("tool " + t.tool.Name)
+	}
 	if err := t.validate(args); err != nil {
 		return nil, err
 	}
-	declared := declaresTasks(req)
-	switch mode := t.mode(ctx, args); {
-	case mode == TaskNever, mode == TaskOptional && !declared:
+	if mode == TaskNever || !declared {
 		return next(ctx, "tools/call", req)
-	case !declared:
-		return nil, missingTasksCapability("tool " + t.tool.Name)
 	}
 	if t.opts.Prepare != nil {
 		a, round, err := t.opts.Prepare(ctx, req, args)
@@ -101,7 +125,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		}
 		args = a
 	}
-	caps, err := json.Marshal(req.ClientCapabilities())
+	caps, err := rawClientCapabilities(req)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
 	}

@@ -24,11 +24,8 @@ var errTaskNotFound = &jsonrpc.Error{Code: codeInvalidParams, Message: "Failed t
 // missingTasksCapability returns the -32021 error for a request that needs
 // the Tasks extension the client did not declare.
 func missingTasksCapability(what string) error {
-	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{
-		RequiredCapabilities: &mcp.ClientCapabilities{
-			Extensions: map[string]any{task.ExtensionID: map[string]any{}},
-		},
-	})
+	// Written out: encoding mcp.ClientCapabilities would add "roots":{}.
+	data := json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + task.ExtensionID + `":{}}}}`)
 	return &jsonrpc.Error{
 		Code:    mcp.CodeMissingRequiredClientCapabilities,
 		Message: fmt.Sprintf("%s requires the %s extension; declare it in _meta clientCapabilities.extensions", what, task.ExtensionID),

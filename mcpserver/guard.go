@@ -10,11 +10,11 @@ import (
 	"strings"
 )
 
-// guard checks the Mcp-Name header of tasks/get, tasks/update and
-// tasks/cancel against params.taskId, which go-sdk does not do: a missing
-// or different value is answered with HTTP 400 and -32020. Every other
-// request passes through untouched. The body is read once, bounded, and
-// handed on.
+// guard checks what go-sdk does not: the Mcp-Name header of tasks/get,
+// tasks/update and tasks/cancel must equal params.taskId (else HTTP 400 and
+// -32020), and a body that is not one JSON-RPC message gets a JSON-RPC
+// error body, not plain text. Every other request passes through
+// untouched. The body is read once, bounded, and handed on.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {
@@ -39,16 +39,26 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				TaskID json.RawMessage `json:"taskId"`
 			} `json:"params"`
 		}
-		if json.Unmarshal(body, &msg) == nil {
-			switch msg.Method {
-			case methodGet, methodUpdate, methodCancel:
-				var id string
-				name, ok := headerValue(r.Header, "Mcp-Name")
-				if json.Unmarshal(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
-					writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
-						"Mcp-Name header must equal params.taskId for "+msg.Method)
-					return
-				}
+		if !json.Valid(body) {
+			writeError(w, http.StatusBadRequest, nil, -32700, "Parse error: the body is not valid JSON")
+			return
+		}
+		if b := bytes.TrimSpace(body); b[0] == '[' {
+			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: batches are not supported; send one message per POST")
+			return
+		}
+		if json.Unmarshal(body, &msg) == nil && string(msg.ID) == "null" {
+			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: id must not be null")
+			return
+		}
+		switch msg.Method {
+		case methodGet, methodUpdate, methodCancel:
+			var id string
+			name, ok := headerValue(r.Header, "Mcp-Name")
+			if json.Unmarshal(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
+				writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
+					"Mcp-Name header must equal params.taskId for "+msg.Method)
+				return
 			}
 		}
 		next.ServeHTTP(w, r)

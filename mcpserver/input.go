@@ -70,4 +70,3 @@ func ElicitAll(ctx context.Context, run *engine.Run, ps map[string]*mcp.ElicitPa
 	}
 	return out, nil
 }
-

@@ -9,17 +9,49 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
-// TaskParams are the params of tasks/get and tasks/cancel.
+// TaskParams are the params of tasks/get and tasks/cancel. Fields are
+// decoded by the handlers, after capability gating, so that a client
+// without the extension gets -32021 whatever its params hold.
 type TaskParams struct {
 	mcp.ParamsBase
-	TaskID *string `json:"taskId"`
+	TaskID json.RawMessage `json:"taskId"`
 }
 
 // UpdateParams are the params of tasks/update.
 type UpdateParams struct {
 	mcp.ParamsBase
-	TaskID         *string                    `json:"taskId"`
-	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+	TaskID         json.RawMessage `json:"taskId"`
+	InputResponses json.RawMessage `json:"inputResponses"`
+}
+
+// taskID decodes params.taskId.
+func taskID(raw json.RawMessage) (string, error) {
+	var id string
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", invalidParams("params.taskId is required")
+	}
+	if json.Unmarshal(raw, &id) != nil {
+		return "", invalidParams("params.taskId must be a string")
+	}
+	return id, nil
+}
+
+// inputResponses decodes params.inputResponses: an object whose values are
+// objects.
+func inputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, invalidParams("params.inputResponses is required (an object; {} is allowed)")
+	}
+	if json.Unmarshal(raw, &m) != nil {
+		return nil, invalidParams("params.inputResponses must be an object mapping input keys to responses")
+	}
+	for k, v := range m {
+		if !isJSONObject(v) {
+			return nil, invalidParams("params.inputResponses[%q] must be an object", k)
+		}
+	}
+	return m, nil
 }
 
 // GetTaskResult is the result of tasks/get: a DetailedTask with resultType
@@ -39,37 +71,45 @@ func ack() *AckResult { return &AckResult{ResultType: task.ResultTypeComplete} }
 
 func (s *Server) addTaskMethods() {
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodGet, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*GetTaskResult, error) {
-		if p == nil || p.TaskID == nil {
-			return nil, invalidParams("params.taskId is required")
+		if p == nil {
+			p = &TaskParams{}
 		}
-		r, err := s.eng.Get(ctx, principalFrom(ctx), *p.TaskID)
+		id, err := taskID(p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		r, err := s.eng.Get(ctx, principalFrom(ctx), id)
 		if err != nil {
 			return nil, s.taskError(methodGet, err)
 		}
 		return &GetTaskResult{Detailed: r.Detailed()}, nil
 	}))
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *UpdateParams) (*AckResult, error) {
-		if p == nil || p.TaskID == nil {
-			return nil, invalidParams("params.taskId is required")
+		if p == nil {
+			p = &UpdateParams{}
 		}
-		if p.InputResponses == nil {
-			return nil, invalidParams("params.inputResponses is required (an object; {} is allowed)")
+		id, err := taskID(p.TaskID)
+		if err != nil {
+			return nil, err
 		}
-		for k, v := range p.InputResponses {
-			if !isJSONObject(v) {
-				return nil, invalidParams("params.inputResponses[%q] must be an object", k)
-			}
+		responses, err := inputResponses(p.InputResponses)
+		if err != nil {
+			return nil, err
 		}
-		if _, err := s.eng.Update(ctx, principalFrom(ctx), *p.TaskID, p.InputResponses); err != nil {
+		if _, err := s.eng.Update(ctx, principalFrom(ctx), id, responses); err != nil {
 			return nil, s.taskError(methodUpdate, err)
 		}
 		return ack(), nil
 	}))
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodCancel, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
-		if p == nil || p.TaskID == nil {
-			return nil, invalidParams("params.taskId is required")
+		if p == nil {
+			p = &TaskParams{}
 		}
-		if err := s.eng.Cancel(ctx, principalFrom(ctx), *p.TaskID); err != nil {
+		id, err := taskID(p.TaskID)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.eng.Cancel(ctx, principalFrom(ctx), id); err != nil {
 			return nil, s.taskError(methodCancel, err)
 		}
 		return ack(), nil

@@ -74,9 +74,6 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		caps = &c
 	}
 	caps.AddExtension(task.ExtensionID, nil)
-	if caps.Tools == nil {
-		caps.Tools = &mcp.ToolCapabilities{}
-	}
 	so.Capabilities = caps
 	if so.Logger == nil {
 		so.Logger = s.opts.Logger

@@ -46,9 +46,10 @@ func (m TaskMode) String() string {
 type ToolOptions struct {
 	// Task is the tool's task mode.
 	Task TaskMode
-	// Decide, if set, chooses the mode per call from the validated
-	// arguments, instead of Task: for example small inputs inline, large
-	// ones as a task.
+	// Decide, if set, chooses the mode per call from the arguments,
+	// instead of Task: for example small inputs inline, large ones as a
+	// task. The arguments are not yet validated (a required task is gated
+	// on the client's capability first), so Decide must tolerate bad ones.
 	Decide func(ctx context.Context, args json.RawMessage) TaskMode
 	// Prepare, if set, runs synchronously on a call that will become a
 	// task, before the task is created. It may return an input_required
@@ -126,7 +127,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 	}
 	s.tools[tt.Name] = e
 	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		caps, _ := json.Marshal(req.ClientCapabilities())
+		caps, _ := rawClientCapabilities(req)
 		return run(ctx, engine.NewInlineRun(tt.Name, req.Params.Arguments, caps))
 	})
 	return nil

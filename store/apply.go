@@ -124,9 +124,7 @@ func ApplyFinish(r *task.Record, p FinishParams) error {
 
 func finish(r *task.Record, s task.Status, msg string, now time.Time) {
 	r.Status = s
-	if msg != "" {
-		r.StatusMessage = msg
-	}
+	r.StatusMessage = msg // the working message no longer applies
 	r.InputRequests = nil
 	r.LeaseOwner = ""
 	r.LeaseExpiresAt = time.Time{}
@@ -163,6 +161,7 @@ func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) 
 	if len(r.InputRequests) == 0 {
 		r.InputRequests = nil
 		r.Status = task.Working
+		r.StatusMessage = "" // the question is answered
 	}
 	r.UpdatedAt = p.Now
 	return accepted, nil

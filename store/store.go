@@ -154,3 +154,30 @@ type CancelParams struct {
 	Now           time.Time
 	StatusMessage string // set when the task is cancelled at once
 }
+
+// Listener is implemented by stores that tell every process about changes
+// made by any process (Postgres LISTEN/NOTIFY). Engines use it to wake the
+// right worker at once; without it they poll.
+type Listener interface {
+	// Listen delivers events until ctx is done. Events may be lost or
+	// coalesced: they are a fast path in front of polling, never the only
+	// path. The channel is closed when ctx is done (or when the
+	// subscription ends for good; the caller may then Listen again).
+	Listen(ctx context.Context) (<-chan Event, error)
+}
+
+// EventKind says what changed.
+type EventKind string
+
+// Kinds of [Event].
+const (
+	EventCreated   EventKind = "created"   // a task was created: claim it
+	EventAnswered  EventKind = "answered"  // input arrived for a task
+	EventCancelled EventKind = "cancelled" // a cancel was requested
+)
+
+// Event is a change to one task.
+type Event struct {
+	Kind   EventKind
+	TaskID string
+}

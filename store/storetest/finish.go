@@ -26,11 +26,11 @@ func testFinish(t *testing.T, f factory) {
 		message string
 	}{
 		{"Completed", false, store.FinishParams{Status: task.Completed, Result: result, StatusMessage: "done"}, "done"},
-		{"CompletedKeepsMessage", false, store.FinishParams{Status: task.Completed, Result: result}, "working on it"},
+		{"CompletedClearsMessage", false, store.FinishParams{Status: task.Completed, Result: result}, ""},
 		{"Failed", false, store.FinishParams{Status: task.Failed, Error: rpcErr, StatusMessage: "crashed"}, "crashed"},
 		{"Cancelled", false, store.FinishParams{Status: task.Cancelled, StatusMessage: "stopped"}, "stopped"},
-		{"FromInputRequired", true, store.FinishParams{Status: task.Completed, Result: result}, "working on it"},
-		{"CancelledFromInputRequired", true, store.FinishParams{Status: task.Cancelled}, "working on it"},
+		{"FromInputRequired", true, store.FinishParams{Status: task.Completed, Result: result}, ""},
+		{"CancelledFromInputRequired", true, store.FinishParams{Status: task.Cancelled}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

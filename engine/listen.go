@@ -1,0 +1,36 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// listenLoop turns the store's change events into wake-ups of this
+// process's workers: new tasks are claimed, answers reach the waiting
+// handler, and cancels cancel it, without waiting for the next poll. It
+// re-subscribes while ctx lives; events are only a fast path.
+func (e *Engine) listenLoop(ctx context.Context, l store.Listener) {
+	for ctx.Err() == nil {
+		events, err := l.Listen(ctx)
+		if err != nil {
+			e.log.Warn("listen for task events", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(e.opts.ClaimInterval):
+			}
+			continue
+		}
+		for ev := range events {
+			switch ev.Kind {
+			case store.EventCreated:
+				e.signal()
+			case store.EventAnswered:
+				e.notify(ev.TaskID, false)
+			case store.EventCancelled:
+				e.notify(ev.TaskID, true)
+			}
+		}
+	}
+}

@@ -1,0 +1,454 @@
+package mcpserver_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the expected responses in testdata/wire/*.txtar")
+
+// TestWire replays the golden HTTP transcripts in testdata/wire. Each
+// archive runs against a fresh in-process server; see
+// testdata/wire/README.md for the format.
+func TestWire(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("testdata", "wire", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no transcripts in testdata/wire")
+	}
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+			t.Parallel()
+			runTranscript(t, path)
+		})
+	}
+}
+
+// TestArchive_RoundTrip checks that the transcript parser keeps every byte,
+// so that -update rewrites nothing but expected responses.
+func TestArchive_RoundTrip(t *testing.T) {
+	t.Parallel()
+	paths, err := filepath.Glob(filepath.Join("testdata", "wire", "*.txtar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(parseArchive(data).format()); got != string(data) {
+			t.Errorf("%s does not round-trip:\n%s", p, diffLines(string(data), got))
+		}
+	}
+}
+
+// archive is a txtar archive: a comment, then files introduced by
+// "-- name --" lines. Names may repeat.
+type archive struct {
+	comment []byte
+	files   []archiveFile
+}
+
+type archiveFile struct {
+	name string
+	data []byte
+}
+
+// parseArchive parses the txtar format of golang.org/x/tools/txtar.
+func parseArchive(data []byte) *archive {
+	a := &archive{}
+	var cur *archiveFile
+	for len(data) > 0 {
+		line := data
+		rest := []byte(nil)
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, rest = data[:i+1], data[i+1:]
+		}
+		data = rest
+		if name, ok := fileMarker(line); ok {
+			a.files = append(a.files, archiveFile{name: name})
+			cur = &a.files[len(a.files)-1]
+			continue
+		}
+		if cur == nil {
+			a.comment = append(a.comment, line...)
+		} else {
+			cur.data = append(cur.data, line...)
+		}
+	}
+	return a
+}
+
+func fileMarker(line []byte) (string, bool) {
+	s := strings.TrimRight(string(line), "\r\n")
+	if !strings.HasPrefix(s, "-- ") || !strings.HasSuffix(s, " --") || len(s) < len("-- x --") {
+		return "", false
+	}
+	return strings.TrimSpace(s[3 : len(s)-3]), true
+}
+
+func (a *archive) format() []byte {
+	var b bytes.Buffer
+	b.Write(fixNL(a.comment))
+	for _, f := range a.files {
+		fmt.Fprintf(&b, "-- %s --\n", f.name)
+		b.Write(fixNL(f.data))
+	}
+	return b.Bytes()
+}
+
+func fixNL(b []byte) []byte {
+	if len(b) == 0 || b[len(b)-1] == '\n' {
+		return b
+	}
+	return append(b, '\n')
+}
+
+// splitSectionName splits a file name "LABEL: KIND" into label and kind.
+func splitSectionName(name string) (label, kind string) {
+	if i := strings.LastIndex(name, ": "); i >= 0 {
+		return name[:i], name[i+2:]
+	}
+	return "", name
+}
+
+// runTranscript replays one archive.
+func runTranscript(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := parseArchive(data)
+	var cfg serverConfig
+	for _, f := range a.files {
+		if _, kind := splitSectionName(f.name); kind == "config" {
+			if err := parseConfig(f.data, &cfg); err != nil {
+				t.Fatalf("%s: config: %v", path, err)
+			}
+		}
+	}
+	r := &replay{t: t, path: path, files: a.files, c: startServer(t, cfg), n: &normalizer{},
+		snapshots: map[string]string{}, bugs: map[string][]string{}}
+	for r.i = 0; r.i < len(r.files); r.i++ {
+		f := r.files[r.i]
+		switch _, kind := splitSectionName(f.name); kind {
+		case "config":
+			r.out = append(r.out, f)
+		case "request":
+			r.request()
+		case "wait":
+			r.out = append(r.out, f)
+			r.wait(f)
+		case "snapshot", "unchanged":
+			r.out = append(r.out, f)
+			r.snapshot(f, kind == "unchanged")
+		case "response", "bug":
+			t.Fatalf("%s: %q does not follow a request", path, f.name)
+		default:
+			t.Fatalf("%s: unknown section %q", path, f.name)
+		}
+	}
+	if *updateGolden {
+		a.files = r.out
+		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.bugs) > 0 {
+		// Every other step has been checked; a failure there still fails
+		// the test.
+		var msgs []string
+		for note, labels := range r.bugs {
+			msgs = append(msgs, fmt.Sprintf("%s [steps: %s]", note, strings.Join(labels, ", ")))
+		}
+		slices.Sort(msgs)
+		t.Skip("BUG: " + strings.Join(msgs, "\nBUG: "))
+	}
+}
+
+// replay is the state of one transcript being replayed.
+type replay struct {
+	t         *testing.T
+	path      string
+	files     []archiveFile
+	i         int // index of the section being replayed
+	c         *testClient
+	n         *normalizer
+	snapshots map[string]string   // task id -> canonical tasks/get result
+	out       []archiveFile       // the archive as -update writes it
+	bugs      map[string][]string // known bug note -> steps where it still shows
+}
+
+// next consumes and returns the section after the current one if it is
+// named name.
+func (r *replay) next(name string) *archiveFile {
+	if r.i+1 < len(r.files) && r.files[r.i+1].name == name {
+		r.i++
+		return &r.files[r.i]
+	}
+	return nil
+}
+
+// request sends the request of the current section and compares the
+// response with the section that follows it.
+func (r *replay) request() {
+	t, f := r.t, r.files[r.i]
+	label, _ := splitSectionName(f.name)
+	text, err := r.n.expand(string(f.data))
+	if err != nil {
+		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+	}
+	req, err := parseRequest(text)
+	if err != nil {
+		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+	}
+	resp := r.c.do(t, req)
+	method := bodyMethod(req.body)
+	// Results of older protocol versions carry no resultType and are not
+	// checked; their errors are.
+	v := req.header.Get("MCP-Protocol-Version")
+	modern := v == "" || v >= wireVersion
+	for _, m := range resp.messages {
+		r.n.learn(m)
+		if !modern && !isError(m) {
+			continue
+		}
+		if err := validateExchange(method, m); err != nil {
+			t.Errorf("%s: %s: schema: %v\n%s", r.path, f.name, err, m)
+		}
+	}
+	got, err := formatResponse(r.n, resp)
+	if err != nil {
+		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+	}
+	r.out = append(r.out, f)
+	respName := label + ": response"
+	if label == "" {
+		respName = "response"
+	}
+	want := r.next(respName)
+	bug := r.next(label + ": bug")
+	switch {
+	case bug != nil && want == nil:
+		t.Fatalf("%s: %s: a bug note needs the correct response written out", r.path, label)
+	case bug != nil:
+		// The expected response is the correct one, written by hand; the
+		// server is known to answer otherwise.
+		r.out = append(r.out, *want, *bug)
+		if w := strings.TrimRight(string(want.data), "\n"); w == got {
+			t.Errorf("%s: %s: marked as a bug, but the response is now right: remove the %q section", r.path, label, bug.name)
+		} else {
+			note := strings.Join(sectionLines(bug.data), " ")
+			r.bugs[note] = append(r.bugs[note], label)
+			t.Logf("%s: %s: known bug still present\n%s", r.path, label, diffLines(w, got))
+		}
+		return
+	case *updateGolden:
+	case want == nil:
+		t.Errorf("%s: %s has no %q section; run with -update", r.path, f.name, respName)
+	default:
+		if w := strings.TrimRight(string(want.data), "\n"); w != got {
+			t.Errorf("%s: %s: response differs\n%s", r.path, label, diffLines(w, got))
+		}
+	}
+	r.out = append(r.out, archiveFile{name: respName, data: []byte(got + "\n")})
+}
+
+// wait polls each task of a wait section until it has the status.
+func (r *replay) wait(f archiveFile) {
+	for _, line := range sectionLines(f.data) {
+		line, err := r.n.expand(line)
+		if err != nil {
+			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		}
+		id, status, msg, err := parseWait(line)
+		if err != nil {
+			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		}
+		r.c.waitStatus(r.t, "", id, status, msg)
+	}
+}
+
+// snapshot records the tasks/get result of each task of f, or, if check is
+// set, verifies that it is byte-identical to the last record.
+func (r *replay) snapshot(f archiveFile, check bool) {
+	label, _ := splitSectionName(f.name)
+	for _, ref := range sectionLines(f.data) {
+		id, err := r.n.expand(ref)
+		if err != nil {
+			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		}
+		resp, rep := r.c.getTask(r.t, "", id)
+		if rep.Error != nil {
+			r.t.Fatalf("%s: %s: tasks/get %s: HTTP %d %s", r.path, f.name, ref, resp.status, rep.raw)
+		}
+		now := canonical(r.t, rep.Result)
+		was, ok := r.snapshots[id]
+		switch {
+		case !check:
+			r.snapshots[id] = now
+		case !ok:
+			r.t.Fatalf("%s: %s: no snapshot of %s", r.path, f.name, ref)
+		case was != now:
+			r.t.Errorf("%s: %s: %s changed:\nwas: %s\nnow: %s", r.path, label, ref, was, now)
+		}
+	}
+}
+
+// sectionLines returns the non-blank lines of a directive, without "#"
+// comments.
+func sectionLines(b []byte) []string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// parseConfig reads "key value" lines.
+func parseConfig(data []byte, cfg *serverConfig) error {
+	for _, l := range sectionLines(data) {
+		k, v, _ := strings.Cut(l, " ")
+		switch k {
+		case "max-body-bytes":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			cfg.maxBodyBytes = n
+		default:
+			return fmt.Errorf("unknown key %q", k)
+		}
+	}
+	return nil
+}
+
+// parseWait parses "ID STATUS [STATUSMESSAGE-AS-JSON-STRING]".
+func parseWait(line string) (id, status string, msg *string, err error) {
+	f := strings.SplitN(line, " ", 3)
+	if len(f) < 2 {
+		return "", "", nil, fmt.Errorf("want \"$TASKn STATUS [\\\"statusMessage\\\"]\", got %q", line)
+	}
+	if len(f) == 3 {
+		var s string
+		if err := json.Unmarshal([]byte(f[2]), &s); err != nil {
+			return "", "", nil, fmt.Errorf("statusMessage %s: %v", f[2], err)
+		}
+		msg = &s
+	}
+	return f[0], f[1], msg, nil
+}
+
+// parseRequest parses "METHOD PATH", header lines, a blank line and the
+// body (the rest, without its final newline).
+func parseRequest(text string) (*rawRequest, error) {
+	head, body, _ := strings.Cut(text, "\n\n")
+	hl := strings.Split(head, "\n")
+	method, path, ok := strings.Cut(strings.TrimSpace(hl[0]), " ")
+	if !ok {
+		return nil, fmt.Errorf("first line %q is not \"METHOD PATH\"", hl[0])
+	}
+	req := &rawRequest{method: method, path: path, header: http.Header{}, body: []byte(strings.TrimSuffix(body, "\n"))}
+	for _, l := range hl[1:] {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			return nil, fmt.Errorf("header line %q has no colon", l)
+		}
+		// Values keep inner and surrounding spaces except the one after
+		// the colon, so that whitespace handling can be tested.
+		req.header.Add(strings.TrimSpace(k), strings.TrimPrefix(v, " "))
+	}
+	return req, nil
+}
+
+// isError reports whether msg is a JSON-RPC error response.
+func isError(msg json.RawMessage) bool {
+	var m struct {
+		Error json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(msg, &m) == nil && m.Error != nil
+}
+
+// bodyMethod returns the JSON-RPC method of a request body, if it has one.
+func bodyMethod(body []byte) string {
+	var m struct {
+		Method string `json:"method"`
+	}
+	_ = json.Unmarshal(body, &m)
+	return m.Method
+}
+
+// formatResponse renders a response as a transcript shows it: "STATUS
+// CLASS", then each JSON-RPC message, normalised and indented.
+func formatResponse(n *normalizer, r *rawResponse) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s", r.status, r.class)
+	switch r.class {
+	case "json", "sse":
+		for _, m := range r.messages {
+			s, err := n.normalize(m)
+			if err != nil {
+				return "", fmt.Errorf("response is not JSON: %v: %s", err, r.body)
+			}
+			b.WriteString("\n" + s)
+		}
+	case "empty":
+	default:
+		b.WriteString("\n" + strings.TrimRight(string(r.body), "\n"))
+	}
+	return b.String(), nil
+}
+
+// diffLines shows want and got line by line, marking the lines that differ.
+func diffLines(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	// Longest common subsequence, for a readable -want +got diff.
+	dp := make([][]int, len(w)+1)
+	for i := range dp {
+		dp[i] = make([]int, len(g)+1)
+	}
+	for i := len(w) - 1; i >= 0; i-- {
+		for j := len(g) - 1; j >= 0; j-- {
+			if w[i] == g[j] {
+				dp[i][j] = dp[i+1][j+1] + 1
+			} else {
+				dp[i][j] = max(dp[i+1][j], dp[i][j+1])
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("(-want +got)\n")
+	i, j := 0, 0
+	for i < len(w) || j < len(g) {
+		switch {
+		case i < len(w) && j < len(g) && w[i] == g[j]:
+			b.WriteString("  " + w[i] + "\n")
+			i++
+			j++
+		case i < len(w) && (j == len(g) || dp[i+1][j] >= dp[i][j+1]):
+			b.WriteString("- " + w[i] + "\n")
+			i++
+		default:
+			b.WriteString("+ " + g[j] + "\n")
+			j++
+		}
+	}
+	return b.String()
+}
