@@ -39,7 +39,9 @@ var ErrUnknownTool = errors.New("engine: unknown tool")
 type Options struct {
 	// Workers bounds the number of handlers running at once
 	// (DefaultWorkers if zero). Handlers parked waiting for input do not
-	// count against it.
+	// count against it. Negative means none: the engine then creates,
+	// reads, answers and cancels tasks, and sweeps, but runs no handler
+	// (other processes do).
 	Workers int
 	// Lease is how long a claim lasts without a heartbeat (DefaultLease if
 	// zero). Workers heartbeat every Lease/3. A crashed worker's tasks are
@@ -128,7 +130,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	}
 	e.wake = make(chan struct{}, 1)
 	e.draining = make(chan struct{})
-	e.slots = make(chan struct{}, o.Workers)
+	e.slots = make(chan struct{}, max(o.Workers, 0))
 	return e, nil
 }
 

@@ -35,9 +35,13 @@ type execution struct {
 func (e *Engine) Start(ctx context.Context) {
 	e.startOnce.Do(func() {
 		ctx, e.stop = context.WithCancel(ctx)
-		e.loops.Add(2)
-		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
+		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
+		if cap(e.slots) == 0 {
+			return // no workers: nothing to claim or wake
+		}
+		e.loops.Add(1)
+		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
 		if l, ok := e.st.(store.Listener); ok {
 			e.loops.Add(1)
 			go func() { defer e.loops.Done(); e.listenLoop(ctx, l) }()

@@ -181,3 +181,9 @@ type Event struct {
 	Kind   EventKind
 	TaskID string
 }
+
+// Pinger is implemented by stores that can tell whether their database is
+// reachable; /readyz uses it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}

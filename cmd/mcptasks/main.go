@@ -35,6 +35,6 @@ reply and survive a restart of the server.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd())
+	root.AddCommand(newServeCmd(), newWorkerCmd())
 	return root
 }

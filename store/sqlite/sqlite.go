@@ -172,3 +172,8 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Ping reports whether the database file can be read.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.r.PingContext(ctx)
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/fixtures"
+	"github.com/mcptasks/mcptasks/internal/tasktools"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/memory"
+	"github.com/mcptasks/mcptasks/store/sqlite"
+)
+
+// version is the version reported in serverInfo.
+const version = "0.1.0"
+
+// runFlags are the flags shared by every command that runs tools: serve and
+// worker. Each process must define the same tools.
+type runFlags struct {
+	store        string
+	workers      int
+	lease        time.Duration
+	drainTimeout time.Duration
+	demoStep     time.Duration
+	logLevel     string
+}
+
+func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
+	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable) or memory: (lost on exit)")
+	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
+	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
+	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
+	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+// runtime is what serve and worker share: logs, the store, the tools and
+// the engine that runs them.
+type runtime struct {
+	log *slog.Logger
+	st  store.Store
+	srv *mcpserver.Server
+	eng *engine.Engine
+}
+
+// newRuntime validates f and builds the runtime. maxBody is the request
+// body bound of the MCP endpoint (unused by worker).
+func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	if f.workers < 0 {
+		return nil, fmt.Errorf("--workers must be 0 or more, got %d", f.workers)
+	}
+	if f.lease < 30*time.Millisecond {
+		return nil, fmt.Errorf("--lease must be at least 30ms, got %s", f.lease)
+	}
+	if f.demoStep <= 0 {
+		return nil, fmt.Errorf("--demo-step must be positive, got %s", f.demoStep)
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
+		ServerOptions: fixtures.ServerOptions(),
+		MaxBodyBytes:  maxBody,
+		Logger:        log,
+	})
+	fixtures.RegisterCore(srv.MCPServer())
+	if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, f.store)
+	if err != nil {
+		return nil, err
+	}
+	workers := f.workers
+	if workers == 0 {
+		workers = -1 // the engine's "none"
+	}
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &runtime{log: log, st: st, srv: srv, eng: eng}, nil
+}
+
+// drain stops the engine, giving running handlers until timeout, and closes
+// the store.
+func (rt *runtime) drain(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := rt.eng.Shutdown(ctx); err != nil {
+		rt.log.Warn("tasks still running at the drain deadline; they resume elsewhere after their lease expires", "err", err)
+	}
+	if err := rt.st.Close(); err != nil {
+		rt.log.Warn("close store", "err", err)
+	}
+	rt.log.Info("stopped")
+}
+
+// openStore opens the store named by a --store value.
+func openStore(ctx context.Context, spec string) (store.Store, error) {
+	scheme, rest, _ := strings.Cut(spec, ":")
+	switch scheme {
+	case "memory":
+		return memory.New(), nil
+	case "sqlite":
+		if rest == "" {
+			return nil, fmt.Errorf("--store %q: want sqlite:PATH, e.g. sqlite:mcptasks.db", spec)
+		}
+		st, err := sqlite.Open(ctx, rest, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--store %q: %w", spec, err)
+		}
+		return st, nil
+	}
+	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH or memory:", spec, scheme)
+}

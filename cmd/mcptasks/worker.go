@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+func newWorkerCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run tools' tasks from a shared store, without serving HTTP",
+		Long: `worker claims tasks from the store and runs them, the way serve does, but
+answers no requests: run it beside "serve --workers 0" replicas, on a store
+that every process shares. It defines the same tools as serve; every process
+must run the same binary and configuration.
+
+SIGTERM or Ctrl-C drains as serve does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return work(cmd.Context(), &f) },
+	}
+	f.register(cmd.Flags(), "maximum number of tool handlers running at once")
+	return cmd
+}
+
+func work(ctx context.Context, f *runFlags) error {
+	if f.workers < 1 {
+		return fmt.Errorf("--workers must be at least 1 for a worker, got %d", f.workers)
+	}
+	rt, err := newRuntime(ctx, f, 0)
+	if err != nil {
+		return err
+	}
+	rt.eng.Start(context.WithoutCancel(ctx))
+	rt.log.Info("working", "store", f.store, "workers", f.workers)
+	<-ctx.Done()
+	rt.log.Info("draining", "timeout", f.drainTimeout)
+	rt.drain(f.drainTimeout)
+	return nil
+}
