@@ -22,16 +22,23 @@ func (e *Engine) heartbeat(ctx context.Context, x *execution, log *slog.Logger) 
 		case <-tick.C:
 		}
 		now := e.now()
-		cancelRequested, err := e.st.Heartbeat(ctx, store.HeartbeatParams{
+		// The call must not outlast the lease: a store call that hangs
+		// would otherwise keep the handler running after another worker
+		// reclaimed the task.
+		hctx, cancelHB := context.WithTimeout(ctx, held.Sub(now))
+		cancelRequested, err := e.st.Heartbeat(hctx, store.HeartbeatParams{
 			FenceParams:    store.FenceParams{ID: x.id, Attempt: x.attempt, Now: now},
 			LeaseExpiresAt: now.Add(e.opts.Lease),
 		})
+		cancelHB()
 		switch {
+		case ctx.Err() != nil:
+			return // the run ended during the call
 		case errors.Is(err, store.ErrLeaseLost):
 			log.Warn("lease lost")
 			x.cancel(errLeaseLost)
 			return
-		case err != nil && !now.Before(held):
+		case err != nil && !e.now().Before(held):
 			// The store was unreachable for a whole lease: another worker
 			// may own the task by now, so this one must stop.
 			log.Warn("lease expired while the store was unreachable", "err", err)

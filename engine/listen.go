@@ -22,6 +22,7 @@ func (e *Engine) listenLoop(ctx context.Context, l store.Listener) {
 			}
 			continue
 		}
+		start := time.Now()
 		for ev := range events {
 			switch ev.Kind {
 			case store.EventCreated:
@@ -30,6 +31,12 @@ func (e *Engine) listenLoop(ctx context.Context, l store.Listener) {
 				e.notify(ev.TaskID, false)
 			case store.EventCancelled:
 				e.notify(ev.TaskID, true)
+			}
+		}
+		if time.Since(start) < e.opts.ClaimInterval { // a subscription that ends at once: back off
+			select {
+			case <-ctx.Done():
+			case <-time.After(e.opts.ClaimInterval):
 			}
 		}
 	}

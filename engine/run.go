@@ -77,7 +77,8 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // Keys must be unique for the task's life: a key that was answered before,
 // in this run or an earlier one, returns its stored answer at once and is
 // not asked again. While it waits, the task is input_required and the
-// handler does not hold a worker slot.
+// handler does not hold a worker slot. A handler must not call RequestInput
+// from several goroutines at once.
 func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMessage, statusMessage string) (map[string]json.RawMessage, error) {
 	if r.e == nil {
 		return nil, ErrNoInput
@@ -94,14 +95,20 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			}
 		}
 	}()
-	for {
+	for asked := false; ; asked = true {
 		answers, err := e.st.RequestInput(ctx, store.RequestInputParams{
 			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage,
 		})
-		if err != nil {
+		switch {
+		case err != nil && (!asked || errors.Is(err, store.ErrLeaseLost)):
 			return nil, fmt.Errorf("engine: request input: %w", err)
-		}
-		if len(answers) == len(requests) {
+		case err != nil:
+			// The request is stored; only a re-read failed. Try again at
+			// the next wake-up: one store blip during a long wait for a
+			// person must not end the run. If the store stays away for a
+			// whole lease, the heartbeat cancels ctx.
+			e.log.Warn("re-read input answers", "task", r.ID(), "err", err)
+		case len(answers) == len(requests):
 			return answers, nil
 		}
 		if x.slot {
@@ -115,7 +122,10 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		case <-x.parked:
 			if x.tool.Retry.Rerun {
 				if err := e.st.Release(context.WithoutCancel(ctx), r.fence()); err != nil {
-					return nil, fmt.Errorf("engine: release: %w", err)
+					// Still leave the task: its lease expires and another
+					// worker re-runs it. Failing it would lose the task
+					// to a store blip during a graceful shutdown.
+					e.log.Warn("release task", "task", r.ID(), "err", err)
 				}
 				return nil, errReleased
 			}

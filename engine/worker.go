@@ -37,8 +37,10 @@ func (e *Engine) Start(ctx context.Context) {
 		ctx, e.stop = context.WithCancel(ctx)
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
-		if cap(e.slots) == 0 {
-			return // no workers: nothing to claim or wake
+		if cap(e.slots) == 0 || len(e.names) == 0 {
+			// No workers, or no tools (Claim reads a nil tool list as
+			// "every tool"): nothing to claim or wake.
+			return
 		}
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
@@ -162,7 +164,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
-		delete(e.running, c.ID)
+		if e.running[c.ID] == x { // not a newer attempt of the task, reclaimed here
+			delete(e.running, c.ID)
+		}
 		e.mu.Unlock()
 	}()
 

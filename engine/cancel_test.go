@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// cancelProbe is a handler that runs (or waits for input) until its ctx is
+// done and records when and why.
+type cancelProbe struct {
+	parked bool
+	runs   atomic.Int32
+	at     time.Time // when ctx was done
+	cause  error
+}
+
+func (p *cancelProbe) handle(ctx context.Context, run *Run) (json.RawMessage, error) {
+	p.runs.Add(1)
+	var err error
+	if p.parked {
+		_, err = run.RequestInput(ctx, asks("k"), "")
+	} else {
+		<-ctx.Done()
+		err = context.Cause(ctx)
+	}
+	p.at, p.cause = time.Now(), context.Cause(ctx)
+	return nil, err
+}
+
+func wantCancelled(t *testing.T, r *task.Record) {
+	t.Helper()
+	if r.Status != task.Cancelled || r.StatusMessage != "Cancelled by request" || r.Result != nil || r.Error != nil ||
+		r.InputRequests != nil || r.LeaseOwner != "" {
+		t.Errorf("cancelled task = %+v", r)
+	}
+}
+
+// TestCancelInProcess: the handler's ctx is cancelled the moment Cancel
+// returns, whether it runs or waits for input.
+func TestCancelInProcess(t *testing.T) {
+	for _, parked := range []bool{false, true} {
+		name := map[bool]string{false: "running", true: "waiting for input"}[parked]
+		t.Run(name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				p := &cancelProbe{parked: parked}
+				e := startEngine(t, st, []*Tool{{Name: "job", Handler: p.handle}}, Options{})
+				r := create(t, e, "job")
+				synctest.Wait()
+				time.Sleep(5 * time.Second)
+
+				if err := e.Cancel(bg, principal, r.ID); err != nil {
+					t.Fatalf("Cancel: %v", err)
+				}
+				cancelled := time.Now()
+				synctest.Wait()
+				if !p.at.Equal(cancelled) || !errors.Is(p.cause, errCancelRequested) {
+					t.Errorf("handler ctx done at +%v with cause %v; want at once with errCancelRequested", p.at.Sub(cancelled), p.cause)
+				}
+				wantCancelled(t, get(t, st, r.ID))
+				if err := e.Cancel(bg, principal, r.ID); err != nil {
+					t.Errorf("second Cancel: %v", err)
+				}
+			})
+		})
+	}
+}
+
+// TestCancelOnAnotherEngine: tasks/cancel reaches a replica that does not
+// run the task; the worker sees the durable flag within one heartbeat.
+func TestCancelOnAnotherEngine(t *testing.T) {
+	for _, parked := range []bool{false, true} {
+		name := map[bool]string{false: "running", true: "waiting for input"}[parked]
+		t.Run(name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				p := &cancelProbe{parked: parked}
+				tools := []*Tool{{Name: "job", Handler: p.handle}}
+				a := startEngine(t, st, tools, Options{Owner: "a"})
+				b := newEngine(t, st, tools, Options{Owner: "b"})
+				r := create(t, a, "job")
+				synctest.Wait()
+				time.Sleep(testLease/3 + 2*time.Second) // mid-way between two heartbeats
+
+				if err := b.Cancel(bg, principal, r.ID); err != nil {
+					t.Fatalf("Cancel on b: %v", err)
+				}
+				cancelled := time.Now()
+				synctest.Wait()
+				if got := get(t, st, r.ID); got.Status.Terminal() || !got.CancelRequested {
+					t.Fatalf("right after Cancel on b: %s, cancelRequested %v; want a live task flagged", got.Status, got.CancelRequested)
+				}
+
+				time.Sleep(testLease / 3)
+				synctest.Wait()
+				if took := p.at.Sub(cancelled); p.at.IsZero() || took <= 0 || took > testLease/3 || !errors.Is(p.cause, errCancelRequested) {
+					t.Errorf("handler ctx done %v after Cancel with cause %v; want within (0, %v] with errCancelRequested", took, p.cause, testLease/3)
+				}
+				wantCancelled(t, get(t, st, r.ID))
+			})
+		})
+	}
+}
+
+// TestCancelQueued: a task no worker holds is cancelled at once, and never
+// runs afterwards.
+func TestCancelQueued(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		p := &cancelProbe{}
+		e := newEngine(t, st, []*Tool{{Name: "job", Handler: p.handle}}, Options{})
+		r := create(t, e, "job")
+		if err := e.Cancel(bg, principal, r.ID); err != nil {
+			t.Fatalf("Cancel: %v", err)
+		}
+		got := get(t, st, r.ID)
+		wantCancelled(t, got)
+		if !got.UpdatedAt.Equal(time.Now()) {
+			t.Errorf("UpdatedAt = %v, want now", got.UpdatedAt)
+		}
+
+		e.Start(bg)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if p.runs.Load() != 0 || get(t, st, r.ID).Attempt != 0 {
+			t.Errorf("a cancelled task ran (%d runs)", p.runs.Load())
+		}
+	})
+}
+
+// TestCancelFinished: cancelling a finished task succeeds and changes
+// nothing.
+func TestCancelFinished(t *testing.T) {
+	tests := []struct {
+		name    string
+		handler Handler
+		want    task.Status
+	}{
+		{"completed", returns(`{"ok":true}`), task.Completed},
+		{"failed", func(context.Context, *Run) (json.RawMessage, error) { return nil, errors.New("no") }, task.Failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				e := startEngine(t, st, []*Tool{{Name: "job", Handler: tt.handler}}, Options{})
+				r := create(t, e, "job")
+				synctest.Wait()
+				before := wantStatus(t, st, r.ID, tt.want)
+				time.Sleep(time.Second)
+				if err := e.Cancel(bg, principal, r.ID); err != nil {
+					t.Fatalf("Cancel: %v", err)
+				}
+				if after := get(t, st, r.ID); !reflect.DeepEqual(after, before) {
+					t.Errorf("Cancel changed a %s task:\nbefore %+v\nafter  %+v", tt.want, before, after)
+				}
+			})
+		})
+	}
+}
+
+// TestCancelFlagSeenAtClaim: a cancel flag already set when the
+// task is claimed (by a worker that died) ends it cancelled without running
+// the handler.
+func TestCancelFlagSeenAtClaim(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		procA := &faultStore{Store: mem}
+		p := &cancelProbe{}
+		tools := []*Tool{{Name: "job", Handler: p.handle, Retry: RetryPolicy{Rerun: true}}}
+		a := startEngine(t, procA, tools, Options{Owner: "a"})
+		r := create(t, a, "job")
+		synctest.Wait()
+		procA.down.Store(true) // A dies before it sees the flag
+		b := startEngine(t, mem, tools, Options{Owner: "b", Workers: 1})
+		if err := b.Cancel(bg, principal, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(testLease + time.Second)
+		synctest.Wait()
+		got := get(t, mem, r.ID)
+		wantCancelled(t, got)
+		if p.runs.Load() != 1 {
+			t.Errorf("handler ran %d times, want once (on A only)", p.runs.Load())
+		}
+	})
+}
+
+// TestCancelAfterSelfReclaim is a regression test. An engine whose
+// heartbeats hung past the lease reclaims its own task (attempt 2) while the
+// handler of attempt 1, which ignores its cancelled ctx, still runs. When
+// attempt 1 ended, its cleanup deleted the task's entry in the engine's
+// table of running executions, which by then belonged to attempt 2, so an
+// in-process Cancel no longer reached the running handler at once.
+func TestCancelAfterSelfReclaim(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		procA := &faultStore{Store: mem}
+		wake1 := make(chan struct{})
+		p := &cancelProbe{}
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			if run.Attempt() == 1 {
+				<-wake1 // stalled; ignores ctx
+				return json.RawMessage(`{}`), nil
+			}
+			return p.handle(ctx, run)
+		}
+		a := startEngine(t, procA, []*Tool{{Name: "job", Handler: h, Retry: RetryPolicy{Rerun: true}}}, Options{Workers: 2})
+		r := create(t, a, "job")
+		synctest.Wait()
+
+		procA.stallHB.Store(true)
+		time.Sleep(testLease + DefaultClaimInterval)
+		synctest.Wait()
+		procA.stallHB.Store(false)
+		if got := get(t, mem, r.ID); got.Attempt != 2 || got.LeaseOwner != "a" || p.runs.Load() != 1 {
+			t.Fatalf("attempt %d, owner %q, %d runs of attempt 2; want a re-running it", got.Attempt, got.LeaseOwner, p.runs.Load())
+		}
+		close(wake1) // attempt 1 returns; its Finish is fenced off
+		synctest.Wait()
+		wantStatus(t, mem, r.ID, task.Working)
+
+		if err := a.Cancel(bg, principal, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		cancelled := time.Now()
+		synctest.Wait()
+		if !p.at.Equal(cancelled) {
+			t.Errorf("attempt 2's ctx was not cancelled at once by an in-process Cancel")
+		}
+		time.Sleep(testLease / 3)
+		synctest.Wait()
+		wantCancelled(t, get(t, mem, r.ID))
+	})
+}

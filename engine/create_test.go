@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+func TestCreate(t *testing.T) {
+	tests := []struct {
+		name               string
+		opts               Options
+		toolTTL, toolPoll  time.Duration
+		wantTTL, wantPoll  time.Duration
+		wantTTLMs, wantPMs any // as decoded from the wire JSON
+	}{
+		{
+			name:    "engine defaults",
+			wantTTL: DefaultTTL, wantPoll: DefaultPollInterval,
+			wantTTLMs: float64(3_600_000), wantPMs: float64(1000),
+		},
+		{
+			name:    "options defaults",
+			opts:    Options{DefaultTTL: 10 * time.Minute, DefaultPollInterval: 5 * time.Second},
+			wantTTL: 10 * time.Minute, wantPoll: 5 * time.Second,
+			wantTTLMs: float64(600_000), wantPMs: float64(5000),
+		},
+		{
+			name:    "tool overrides options",
+			opts:    Options{DefaultTTL: 10 * time.Minute, DefaultPollInterval: 5 * time.Second},
+			toolTTL: 2 * time.Minute, toolPoll: 250 * time.Millisecond,
+			wantTTL: 2 * time.Minute, wantPoll: 250 * time.Millisecond,
+			wantTTLMs: float64(120_000), wantPMs: float64(250),
+		},
+		{
+			name:    "negative tool TTL means no limit",
+			toolTTL: -1,
+			wantTTL: 0, wantPoll: DefaultPollInterval,
+			wantTTLMs: nil, wantPMs: float64(1000),
+		},
+		{
+			name:    "negative default TTL means no limit",
+			opts:    Options{DefaultTTL: -time.Hour},
+			wantTTL: 0, wantPoll: DefaultPollInterval,
+			wantTTLMs: nil, wantPMs: float64(1000),
+		},
+		{
+			name:    "tool TTL beats a no-limit default",
+			opts:    Options{DefaultTTL: -1},
+			toolTTL: 5 * time.Minute,
+			wantTTL: 5 * time.Minute, wantPoll: DefaultPollInterval,
+			wantTTLMs: float64(300_000), wantPMs: float64(1000),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				tool := &Tool{Name: "slow", TTL: tt.toolTTL, PollInterval: tt.toolPoll, Handler: blockUntilCancelled}
+				// Not started: the task stays queued, so what we read is
+				// what Create wrote.
+				e := newEngine(t, st, []*Tool{tool}, tt.opts)
+				replica := newEngine(t, st, []*Tool{tool}, Options{Owner: "b"})
+
+				args := json.RawMessage(`{"n":1}`)
+				caps := json.RawMessage(`{"elicitation":{}}`)
+				r, err := e.Create(bg, CreateParams{Tool: "slow", Args: args, Principal: principal, ClientCapabilities: caps})
+				if err != nil {
+					t.Fatalf("Create: %v", err)
+				}
+				if !task.ValidID(r.ID) {
+					t.Errorf("id %q is not a valid task id", r.ID)
+				}
+
+				// Durable before reply: the store has it, and so does every
+				// replica, as soon as Create returns.
+				got := get(t, st, r.ID)
+				if _, err := replica.Get(bg, principal, r.ID); err != nil {
+					t.Errorf("Get on another engine right after Create: %v", err)
+				}
+				now := time.Now()
+				if got.Status != task.Working || got.Principal != principal || got.Tool != "slow" ||
+					string(got.Args) != string(args) || string(got.ClientCapabilities) != string(caps) ||
+					!got.CreatedAt.Equal(now) || !got.UpdatedAt.Equal(now) ||
+					got.Attempt != 0 || got.LeaseOwner != "" {
+					t.Errorf("stored record = %+v", got)
+				}
+				if got.TTL != tt.wantTTL || got.PollInterval != tt.wantPoll {
+					t.Errorf("TTL, PollInterval = %v, %v; want %v, %v", got.TTL, got.PollInterval, tt.wantTTL, tt.wantPoll)
+				}
+
+				// The wire form: ttlMs is always present, null for no limit.
+				b, err := json.Marshal(r.CreateResult())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var m map[string]any
+				if err := json.Unmarshal(b, &m); err != nil {
+					t.Fatal(err)
+				}
+				ttl, ok := m["ttlMs"]
+				if !ok {
+					t.Errorf("CreateTaskResult %s has no ttlMs", b)
+				}
+				if ttl != tt.wantTTLMs || m["pollIntervalMs"] != tt.wantPMs {
+					t.Errorf("CreateTaskResult %s: ttlMs = %v, pollIntervalMs = %v; want %v, %v", b, ttl, m["pollIntervalMs"], tt.wantTTLMs, tt.wantPMs)
+				}
+				if m["resultType"] != "task" || m["status"] != "working" || m["taskId"] != r.ID {
+					t.Errorf("CreateTaskResult = %s", b)
+				}
+			})
+		})
+	}
+}
+
+func TestCreateUnknownTool(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		e := newEngine(t, newMem(), []*Tool{{Name: "known", Handler: returns(`{}`)}}, Options{})
+		_, err := e.Create(bg, CreateParams{Tool: "unknown", Principal: principal})
+		if !errors.Is(err, ErrUnknownTool) {
+			t.Errorf("Create(unknown) error = %v, want ErrUnknownTool", err)
+		}
+	})
+}
+
+func TestNewRejectsBadTools(t *testing.T) {
+	h := returns(`{}`)
+	tests := []struct {
+		name  string
+		tools []*Tool
+	}{
+		{"nil tool", []*Tool{nil}},
+		{"no name", []*Tool{{Handler: h}}},
+		{"no handler", []*Tool{{Name: "x"}}},
+		{"duplicate", []*Tool{{Name: "x", Handler: h}, {Name: "x", Handler: h}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(newMem(), tt.tools, nil); err == nil {
+				t.Error("New succeeded, want an error")
+			}
+		})
+	}
+}

@@ -1,0 +1,287 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"reflect"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// askAB asks for keys a and b at once and completes with the answers.
+func askAB(ctx context.Context, run *Run) (json.RawMessage, error) {
+	answers, err := run.RequestInput(ctx, asks("a", "b"), "Need a and b")
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(answers)
+}
+
+func TestRequestInput(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: askAB}}, Options{Workers: 1})
+		r := create(t, e, "ask")
+		synctest.Wait()
+
+		before := wantStatus(t, st, r.ID, task.InputRequired)
+		if keys := slices.Sorted(maps.Keys(before.InputRequests)); !slices.Equal(keys, []string{"a", "b"}) {
+			t.Fatalf("inputRequests keys = %v, want [a b]", keys)
+		}
+		if before.StatusMessage != "Need a and b" {
+			t.Errorf("status message = %q", before.StatusMessage)
+		}
+		if len(e.slots) != 0 {
+			t.Errorf("a parked handler holds a worker slot (%d taken)", len(e.slots))
+		}
+		if d := before.Detailed(); len(d.InputRequests) != 2 || d.Result != nil || d.Error != nil {
+			t.Errorf("Detailed() = %+v", d)
+		}
+
+		// Keys that are not outstanding are ignored, and nothing changes.
+		time.Sleep(time.Second)
+		if acc := update(t, e, r.ID, map[string]string{"z": accept("?")}); len(acc) != 0 {
+			t.Errorf("Update(z) accepted %v, want nothing", acc)
+		}
+		synctest.Wait()
+		if after := get(t, st, r.ID); !reflect.DeepEqual(after, before) {
+			t.Errorf("Update with unknown keys changed the task:\nbefore %+v\nafter  %+v", before, after)
+		}
+
+		// A partial answer keeps the task input_required with the rest.
+		if acc := update(t, e, r.ID, map[string]string{"a": accept("A"), "z": accept("?")}); !slices.Equal(acc, []string{"a"}) {
+			t.Errorf("Update(a, z) accepted %v, want [a]", acc)
+		}
+		synctest.Wait()
+		partial := wantStatus(t, st, r.ID, task.InputRequired)
+		if keys := slices.Sorted(maps.Keys(partial.InputRequests)); !slices.Equal(keys, []string{"b"}) {
+			t.Errorf("after answering a: inputRequests keys = %v, want [b]", keys)
+		}
+		if !partial.UpdatedAt.After(before.UpdatedAt) {
+			t.Errorf("UpdatedAt did not move: %v", partial.UpdatedAt)
+		}
+
+		// a is no longer outstanding: a second answer to it is ignored.
+		if acc := update(t, e, r.ID, map[string]string{"a": accept("other"), "b": accept("B")}); !slices.Equal(acc, []string{"b"}) {
+			t.Errorf("Update(a, b) accepted %v, want [b]", acc)
+		}
+		synctest.Wait()
+		done := wantStatus(t, st, r.ID, task.Completed)
+		var got map[string]json.RawMessage
+		if err := json.Unmarshal(done.Result, &got); err != nil {
+			t.Fatal(err)
+		}
+		if string(got["a"]) != accept("A") || string(got["b"]) != accept("B") || len(got) != 2 {
+			t.Errorf("handler got answers %s", done.Result)
+		}
+
+		// Updates to a finished task are accepted and ignored.
+		if acc := update(t, e, r.ID, map[string]string{"b": accept("late")}); len(acc) != 0 {
+			t.Errorf("Update after completion accepted %v", acc)
+		}
+		if after := get(t, st, r.ID); !reflect.DeepEqual(after, done) {
+			t.Errorf("Update after completion changed the task")
+		}
+	})
+}
+
+func TestUpdateWhileWorkingIsIgnored(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		e := startEngine(t, st, []*Tool{{Name: "busy", Handler: blockUntilCancelled}}, Options{})
+		r := create(t, e, "busy")
+		synctest.Wait()
+		before := get(t, st, r.ID)
+		if acc := update(t, e, r.ID, map[string]string{"k": accept("x")}); len(acc) != 0 {
+			t.Errorf("Update of a working task accepted %v", acc)
+		}
+		if after := get(t, st, r.ID); !reflect.DeepEqual(after, before) {
+			t.Errorf("Update of a working task changed it")
+		}
+	})
+}
+
+// TestNotFoundIsUniform checks that a foreign task, an unknown id and a
+// malformed id give the very same error on Get, Update and Cancel, and that
+// the foreign calls change nothing.
+func TestNotFoundIsUniform(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: askAB}}, Options{})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		before := wantStatus(t, st, r.ID, task.InputRequired)
+
+		tests := []struct {
+			name, principal, id string
+		}{
+			{"wrong principal", "mallory", r.ID},
+			{"empty principal", "", r.ID},
+			{"unknown id", principal, task.NewID()},
+			{"malformed id", principal, "not-a-task-id"},
+			{"empty id", principal, ""},
+			{"id with a bad character", principal, r.ID[:len(r.ID)-1] + "="},
+			{"id too long", principal, r.ID + "A"},
+		}
+		answer := map[string]json.RawMessage{"a": json.RawMessage(accept("A"))}
+		calls := []struct {
+			name string
+			call func(principal, id string) error
+		}{
+			{"Get", func(p, id string) error { _, err := e.Get(bg, p, id); return err }},
+			{"Update", func(p, id string) error { _, err := e.Update(bg, p, id, answer); return err }},
+			{"Cancel", func(p, id string) error { return e.Cancel(bg, p, id) }},
+		}
+		for _, tt := range tests {
+			for _, c := range calls {
+				err := c.call(tt.principal, tt.id)
+				if err != ErrNotFound {
+					t.Errorf("%s: %s = %v, want exactly ErrNotFound", tt.name, c.name, err)
+				}
+			}
+		}
+		synctest.Wait()
+		if after := get(t, st, r.ID); !reflect.DeepEqual(after, before) {
+			t.Errorf("calls by another principal changed the task:\nbefore %+v\nafter  %+v", before, after)
+		}
+	})
+}
+
+// TestAnswerOnAnotherEngine: the answer arrives through tasks/update on a
+// replica that does not run the task. The handler sees it within one
+// ClaimInterval, when it re-reads the store.
+func TestAnswerOnAnotherEngine(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		tools := []*Tool{{Name: "ask", Handler: askAB}}
+		a := startEngine(t, st, tools, Options{Owner: "a"})
+		b := newEngine(t, st, tools, Options{Owner: "b"})
+		r := create(t, a, "ask")
+		synctest.Wait()
+		wantStatus(t, st, r.ID, task.InputRequired)
+
+		time.Sleep(300 * time.Millisecond) // between two of a's re-reads
+		update(t, b, r.ID, map[string]string{"a": accept("A"), "b": accept("B")})
+		answered := time.Now()
+		synctest.Wait()
+		if got := get(t, st, r.ID); got.Status != task.Working {
+			t.Fatalf("status right after the answer = %s, want working", got.Status)
+		}
+		time.Sleep(DefaultClaimInterval)
+		synctest.Wait()
+		done := wantStatus(t, st, r.ID, task.Completed)
+		if took := done.UpdatedAt.Sub(answered); took <= 0 || took > DefaultClaimInterval {
+			t.Errorf("completed %v after the answer, want within (0, %v]", took, DefaultClaimInterval)
+		}
+	})
+}
+
+func TestRequestInputInline(t *testing.T) {
+	run := NewInlineRun("tool", json.RawMessage(`{}`), nil)
+	if _, err := run.RequestInput(bg, asks("k"), ""); !errors.Is(err, ErrNoInput) {
+		t.Errorf("inline RequestInput = %v, want ErrNoInput", err)
+	}
+	if err := run.SetStatus(bg, "x"); err != nil {
+		t.Errorf("inline SetStatus = %v", err)
+	}
+	if run.InTask() || run.ID() != "" || run.Attempt() != 0 {
+		t.Errorf("inline run: InTask %v, ID %q, Attempt %d", run.InTask(), run.ID(), run.Attempt())
+	}
+}
+
+// TestParkedHandlerSurvivesStoreBlip: while a handler waits for input it
+// re-reads the store every ClaimInterval. A failed re-read must not end the
+// run (a person may take hours to answer; one store blip in that time
+// would fail the task); only a lost lease does, and the heartbeat sees that.
+func TestParkedHandlerSurvivesStoreBlip(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: askAB}}, Options{})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		wantStatus(t, mem, r.ID, task.InputRequired)
+
+		st.blipInput.Store(3) // three re-reads in a row fail
+		time.Sleep(5 * DefaultClaimInterval)
+		synctest.Wait()
+		if got := wantStatus(t, mem, r.ID, task.InputRequired); got.LeaseOwner != "a" {
+			t.Fatalf("owner = %q after the blip", got.LeaseOwner)
+		}
+		update(t, e, r.ID, map[string]string{"a": accept("A"), "b": accept("B")})
+		synctest.Wait()
+		wantStatus(t, mem, r.ID, task.Completed)
+	})
+}
+
+// TestFirstRequestInputErrorReachesHandler: when the request itself cannot
+// be stored, the handler hears of it (and may fail the task).
+func TestFirstRequestInputErrorReachesHandler(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.blipInput.Store(1)
+		var got error
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			_, got = run.RequestInput(ctx, asks("k"), "")
+			return nil, got
+		}
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: h}}, Options{})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		if !errors.Is(got, errStoreDown) {
+			t.Errorf("RequestInput = %v, want the store error", got)
+		}
+		wantStatus(t, mem, r.ID, task.Failed)
+	})
+}
+
+// TestInputKeyAnsweredOnce: input keys are unique for a task's life. A
+// handler that asks an answered key again, in a later round, gets the
+// stored answer without the task going back to input_required.
+func TestInputKeyAnsweredOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var second map[string]json.RawMessage
+		var statusBetween task.Status
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			if _, err := run.RequestInput(ctx, asks("name"), ""); err != nil {
+				return nil, err
+			}
+			var err error
+			second, err = run.RequestInput(ctx, asks("name", "color"), "")
+			if err != nil {
+				return nil, err
+			}
+			r, err := st.Get(ctx, run.ID())
+			if err != nil {
+				return nil, err
+			}
+			statusBetween = r.Status
+			return json.RawMessage(`{}`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: h}}, Options{})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		update(t, e, r.ID, map[string]string{"name": accept("Ada")})
+		synctest.Wait()
+		round2 := wantStatus(t, st, r.ID, task.InputRequired)
+		if len(round2.InputRequests) != 1 || round2.InputRequests["color"] == nil {
+			t.Fatalf("round 2 asks %v, want only color", round2.InputRequests)
+		}
+		if acc := update(t, e, r.ID, map[string]string{"name": accept("Bob"), "color": accept("red")}); len(acc) != 1 || acc[0] != "color" {
+			t.Errorf("accepted %v, want [color]", acc)
+		}
+		synctest.Wait()
+		wantStatus(t, st, r.ID, task.Completed)
+		if string(second["name"]) != accept("Ada") || string(second["color"]) != accept("red") || statusBetween != task.Working {
+			t.Errorf("round 2 answers %s / %s, status %s", second["name"], second["color"], statusBetween)
+		}
+	})
+}
