@@ -1,0 +1,123 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/client"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+func entry(i int) client.Entry {
+	return client.Entry{
+		TaskID: fmt.Sprintf("task-%02d", i), ServerURL: "http://s/mcp", Tool: "t",
+		Args: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i)), Status: task.Working,
+		CreatedAt: time.Date(2026, 7, 28, 10, 0, i, 0, time.UTC), SeenAt: time.Date(2026, 7, 28, 10, 0, i, 0, time.UTC),
+	}
+}
+
+func testJournal(t *testing.T, j client.Journal) {
+	ctx := context.Background()
+	if all, err := j.List(ctx); err != nil || len(all) != 0 {
+		t.Fatalf("empty journal: %v, %v", all, err)
+	}
+	const n = 40
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := j.Save(ctx, entry(i)); err != nil {
+				t.Errorf("Save %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	all, err := j.List(ctx)
+	if err != nil || len(all) != n {
+		t.Fatalf("List after %d concurrent saves: %d entries, %v", n, len(all), err)
+	}
+	for i, e := range all {
+		if e.TaskID != entry(i).TaskID || string(e.Args) != string(entry(i).Args) {
+			t.Errorf("entry %d: %+v", i, e)
+		}
+	}
+	e := entry(3)
+	e.Status, e.AnsweredKeys = task.Completed, []string{"k"}
+	if err := j.Save(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := j.Load(ctx, e.ServerURL, e.TaskID)
+	if err != nil || !ok || got.Status != task.Completed || len(got.AnsweredKeys) != 1 || !got.CreatedAt.Equal(e.CreatedAt) {
+		t.Errorf("Load after update: %+v %v %v", got, ok, err)
+	}
+	if _, ok, _ := j.Load(ctx, "http://other/mcp", e.TaskID); ok {
+		t.Error("entries are keyed by server too")
+	}
+	if err := j.Remove(ctx, e.ServerURL, e.TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Remove(ctx, e.ServerURL, e.TaskID); err != nil {
+		t.Errorf("removing a missing entry: %v", err)
+	}
+	if all, _ := j.List(ctx); len(all) != n-1 {
+		t.Errorf("%d entries after Remove", len(all))
+	}
+}
+
+func TestMemoryJournal(t *testing.T) { testJournal(t, client.MemoryJournal()) }
+
+func TestFileJournal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "journal.json")
+	testJournal(t, client.FileJournal(path))
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("journal mode %v, want 0600", fi.Mode().Perm())
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+	// A second journal on the same file sees the same entries.
+	if all, _ := client.FileJournal(path).List(context.Background()); len(all) != 39 {
+		t.Errorf("reopened journal: %d entries", len(all))
+	}
+}
+
+func TestFileJournalCrashMidWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	j := client.FileJournal(path)
+	if err := j.Save(ctx, entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	// A crash between writing the temporary file and the rename leaves a
+	// torn temporary file next to the intact journal.
+	if err := os.WriteFile(filepath.Join(dir, ".journal.json.123.tmp"), []byte(`{"version":1,"tasks":[{"taskId":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	all, err := j.List(ctx)
+	if err != nil || len(all) != 1 || all[0].TaskID != "task-01" {
+		t.Fatalf("after a crash mid-write: %v, %v", all, err)
+	}
+	if err := j.Save(ctx, entry(2)); err != nil {
+		t.Fatal(err)
+	}
+	// A journal that is not ours is refused, not overwritten.
+	if err := os.WriteFile(path, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Save(ctx, entry(3)); err == nil {
+		t.Error("Save over a corrupt journal succeeded")
+	}
+	if b, _ := os.ReadFile(path); string(b) != "not json" {
+		t.Errorf("corrupt journal overwritten: %q", b)
+	}
+}

@@ -1,0 +1,284 @@
+package client
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// wireError is a JSON-RPC error object.
+type wireError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// message is any JSON-RPC message the server may send.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *wireError      `json:"error,omitempty"`
+}
+
+func (m *message) isResponse() bool { return m.Method == "" && (m.Result != nil || m.Error != nil) }
+
+// call is one request on the wire.
+type call struct {
+	method string
+	// params is the JSON object of params, without _meta.
+	params map[string]json.RawMessage
+	// extra are headers added to the standard ones (Mcp-Param-*).
+	extra map[string]string
+}
+
+// do sends one request and returns its result JSON. A -32022 reply whose
+// supported versions include ours is retried once with a new id.
+func (c *Client) do(ctx context.Context, k *call) (json.RawMessage, error) {
+	res, err := c.send(ctx, k)
+	var re *Error
+	if errors.As(err, &re) && re.Code == CodeUnsupportedVersion {
+		for _, v := range re.SupportedVersions() {
+			if v == ProtocolVersion {
+				c.log.Debug("retrying after -32022", "method", k.method)
+				return c.send(ctx, k)
+			}
+		}
+	}
+	return res, err
+}
+
+// send POSTs one request with a fresh id and reads the reply, JSON or SSE.
+func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	body, err := c.encodeRequest(id, k)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &TransportError{Method: k.method, URL: c.url, Err: err}
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set(headerProtocolVersion, ProtocolVersion)
+	h.Set(headerMethod, EncodeHeaderValue(k.method))
+	if f := nameParam(k.method); f != "" {
+		var name string
+		if raw, ok := k.params[f]; ok && json.Unmarshal(raw, &name) == nil {
+			h.Set(headerName, EncodeHeaderValue(name))
+		}
+	}
+	for name, v := range k.extra {
+		h.Set(name, v)
+	}
+	if c.opts.Token != "" {
+		h.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &TransportError{Method: k.method, URL: c.url, Err: err}
+	}
+	defer resp.Body.Close()
+	msg, err := c.readReply(resp, id, k.method)
+	if err != nil {
+		return nil, err
+	}
+	if msg.Error != nil {
+		return nil, &Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data, HTTPStatus: resp.StatusCode, Method: k.method}
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return nil, &HTTPError{StatusCode: resp.StatusCode, Method: k.method}
+	}
+	return msg.Result, nil
+}
+
+// encodeRequest returns the JSON-RPC request body with the per-request
+// _meta merged into params.
+func (c *Client) encodeRequest(id int64, k *call) ([]byte, error) {
+	params := make(map[string]json.RawMessage, len(k.params)+1)
+	for key, v := range k.params {
+		params[key] = v
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := params["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil, fmt.Errorf("%s: params._meta must be an object: %w", k.method, err)
+		}
+	}
+	for key, v := range c.meta {
+		meta[key] = v
+	}
+	mb, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	params["_meta"] = mb
+	return json.Marshal(struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      int64                      `json:"id"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}{"2.0", id, k.method, params})
+}
+
+// readReply returns the response to request id from resp: the JSON body,
+// or the matching event of an SSE stream. Notifications before it go to
+// Options.OnNotification.
+func (c *Client) readReply(resp *http.Response, id int64, method string) (*message, error) {
+	terr := func(err error) error { return &TransportError{Method: method, URL: c.url, Err: err} }
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "text/event-stream":
+		return c.readSSE(resp.Body, id, method)
+	case "application/json":
+		b, err := readLimited(resp.Body, c.opts.MaxReplyBytes)
+		if err != nil {
+			return nil, terr(err)
+		}
+		var m message
+		if err := json.Unmarshal(b, &m); err != nil || !m.isResponse() {
+			if resp.StatusCode != http.StatusOK {
+				return nil, &HTTPError{StatusCode: resp.StatusCode, Body: snippet(b), Method: method}
+			}
+			return nil, terr(fmt.Errorf("reply is not a JSON-RPC response: %q", snippet(b)))
+		}
+		if !sameID(m.ID, id) && !(m.Error != nil && isNullID(m.ID)) {
+			return nil, terr(fmt.Errorf("reply has id %s, want %d", m.ID, id))
+		}
+		return &m, nil
+	}
+	b, _ := readLimited(resp.Body, maxErrorBodyInDescription)
+	if resp.StatusCode != http.StatusOK {
+		return nil, &HTTPError{StatusCode: resp.StatusCode, Body: snippet(b), Method: method}
+	}
+	return nil, terr(fmt.Errorf("reply has Content-Type %q, want application/json or text/event-stream", resp.Header.Get("Content-Type")))
+}
+
+// readSSE reads events until the response to id.
+func (c *Client) readSSE(body io.Reader, id int64, method string) (*message, error) {
+	terr := func(err error) error { return &TransportError{Method: method, URL: c.url, Err: err} }
+	br := bufio.NewReader(body)
+	var data bytes.Buffer
+	hasData := false
+	dispatch := func() (*message, error) {
+		if !hasData {
+			return nil, nil
+		}
+		defer func() { data.Reset(); hasData = false }()
+		var m message
+		if err := json.Unmarshal(data.Bytes(), &m); err != nil {
+			return nil, terr(fmt.Errorf("SSE event is not JSON-RPC: %q", snippet(data.Bytes())))
+		}
+		switch {
+		case m.isResponse():
+			if sameID(m.ID, id) || m.Error != nil && isNullID(m.ID) {
+				return &m, nil
+			}
+			c.log.Warn("ignoring a response to another request", "method", method, "id", string(m.ID))
+		case m.Method != "" && m.ID == nil:
+			if c.opts.OnNotification != nil {
+				c.opts.OnNotification(m.Method, m.Params)
+			}
+		default:
+			c.log.Warn("ignoring a request sent by the server", "method", m.Method)
+		}
+		return nil, nil
+	}
+	for {
+		line, err := readLine(br, c.opts.MaxReplyBytes)
+		eof := errors.Is(err, io.EOF)
+		if err != nil && !eof {
+			return nil, terr(err)
+		}
+		switch {
+		case len(line) == 0:
+			if m, err := dispatch(); m != nil || err != nil {
+				return m, err
+			}
+		case line[0] == ':': // a comment, such as a keep-alive
+		default:
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			if string(field) == "data" {
+				if hasData {
+					data.WriteByte('\n')
+				}
+				if int64(data.Len()+len(value)) > c.opts.MaxReplyBytes {
+					return nil, terr(ErrReplyTooLarge)
+				}
+				data.Write(value)
+				hasData = true
+			}
+		}
+		if eof {
+			if m, err := dispatch(); m != nil || err != nil {
+				return m, err
+			}
+			return nil, terr(errors.New("SSE stream ended without a response"))
+		}
+	}
+}
+
+// readLine reads one line (ending in \n, \r\n or EOF), without its end,
+// of at most max bytes.
+func readLine(br *bufio.Reader, max int64) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if int64(len(line)) > max {
+			return nil, ErrReplyTooLarge
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		return line, err
+	}
+}
+
+func readLimited(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, ErrReplyTooLarge
+	}
+	return b, nil
+}
+
+func sameID(raw json.RawMessage, id int64) bool {
+	s := strings.TrimSpace(string(raw))
+	if s == strconv.FormatInt(id, 10) {
+		return true
+	}
+	var str string // a server that turned the id into a string
+	return json.Unmarshal(raw, &str) == nil && str == strconv.FormatInt(id, 10)
+}
+
+func isNullID(raw json.RawMessage) bool {
+	s := strings.TrimSpace(string(raw))
+	return s == "" || s == "null"
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > maxErrorBodyInDescription {
+		s = s[:maxErrorBodyInDescription] + "…"
+	}
+	return s
+}

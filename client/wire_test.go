@@ -1,0 +1,338 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcptasks/mcptasks/client"
+)
+
+// fake is a scripted server: reply builds the response to each request.
+type fake struct {
+	mu     sync.Mutex
+	seen   []*http.Request
+	bodies []map[string]json.RawMessage
+	reply  func(w http.ResponseWriter, n int, req map[string]json.RawMessage)
+}
+
+func startFake(t *testing.T, reply func(w http.ResponseWriter, n int, req map[string]json.RawMessage)) (*fake, string) {
+	t.Helper()
+	f := &fake{reply: reply}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(b, &m)
+		f.mu.Lock()
+		n := len(f.seen)
+		f.seen = append(f.seen, r)
+		f.bodies = append(f.bodies, m)
+		f.mu.Unlock()
+		f.reply(w, n, m)
+	}))
+	t.Cleanup(hs.Close)
+	return f, hs.URL
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func result(id json.RawMessage, r any) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id, "result": r}
+}
+
+func rpcErr(id json.RawMessage, code int, msg string, data any) map[string]any {
+	e := map[string]any{"code": code, "message": msg}
+	if data != nil {
+		e["data"] = data
+	}
+	return map[string]any{"jsonrpc": "2.0", "id": id, "error": e}
+}
+
+func TestEncodeHeaderValue(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"plain-name_1.2", "plain-name_1.2"},
+		{"", ""},
+		{"us west 1", "us west 1"},
+		{"file:///a%20b?x=1", "file:///a%20b?x=1"},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"\tindented", "=?base64?CWluZGVudGVk?="},
+		{"trailing ", "=?base64?dHJhaWxpbmcg?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"a\x7fb", "=?base64?YX9i?="},
+		{"=?base64?abc?=", "=?base64?PT9iYXNlNjQ/YWJjPz0=?="},
+	} {
+		if got := client.EncodeHeaderValue(tc.in); got != tc.want {
+			t.Errorf("EncodeHeaderValue(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if back, ok := client.DecodeHeaderValue(client.EncodeHeaderValue(tc.in)); !ok || back != strings.TrimSpace(tc.in) && back != tc.in {
+			t.Errorf("round trip of %q: %q, %v", tc.in, back, ok)
+		}
+	}
+	if _, ok := client.DecodeHeaderValue("=?base64?!!!?="); ok {
+		t.Error("bad base64 decoded")
+	}
+}
+
+func TestRequestShapeAndHeaders(t *testing.T) {
+	f, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "contents": []any{}}))
+	})
+	c := client.New(url, &client.Options{Token: "t0k", InputHandler: client.InputHandlerFunc(nil)})
+	ctx := testContext(t)
+	if _, err := c.ReadResource(ctx, "test://é/ü"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ReadResource(ctx, "test://plain"); err != nil {
+		t.Fatal(err)
+	}
+	h := f.seen[0].Header
+	for k, want := range map[string]string{
+		"Mcp-Method":           "resources/read",
+		"Mcp-Name":             client.EncodeHeaderValue("test://é/ü"),
+		"MCP-Protocol-Version": "2026-07-28",
+		"Accept":               "application/json, text/event-stream",
+		"Content-Type":         "application/json",
+		"Authorization":        "Bearer t0k",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+	if !strings.HasPrefix(h.Get("Mcp-Name"), "=?base64?") {
+		t.Errorf("non-ASCII Mcp-Name not encoded: %q", h.Get("Mcp-Name"))
+	}
+	if got := f.seen[1].Header.Get("Mcp-Name"); got != "test://plain" {
+		t.Errorf("plain Mcp-Name: %q", got)
+	}
+	// Fresh ids, and the _meta every request carries.
+	if string(f.bodies[0]["id"]) == string(f.bodies[1]["id"]) {
+		t.Errorf("id reused: %s", f.bodies[0]["id"])
+	}
+	var p struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(f.bodies[0]["params"], &p)
+	if string(p.Meta[client.MetaProtocolVersion]) != `"2026-07-28"` ||
+		string(p.Meta[client.MetaClientCapabilities]) != `{"elicitation":{"form":{}},"extensions":{"io.modelcontextprotocol/tasks":{}}}` ||
+		!strings.Contains(string(p.Meta[client.MetaClientInfo]), `"name":"mcptasks-client"`) {
+		t.Errorf("_meta: %v", p.Meta)
+	}
+}
+
+func TestSSEReply(t *testing.T) {
+	_, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		note, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{"progress": 1}})
+		other, _ := json.Marshal(result(json.RawMessage(`999999`), map[string]any{}))
+		final, _ := json.Marshal(result(req["id"], map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": "done"}}}))
+		fmt.Fprintf(w, ": keep-alive\r\n\r\nevent: message\r\nid: 1\r\ndata: %s\r\n\r\n", note)
+		fmt.Fprintf(w, "data: %s\n\n", other)
+		// The response split over two data lines.
+		half := strings.Index(string(final), `,"jsonrpc"`) + 1
+		fmt.Fprintf(w, "data: %s\ndata: %s\n\n", final[:half], final[half:])
+	})
+	var notes []string
+	c := client.New(url, &client.Options{OnNotification: func(m string, _ json.RawMessage) { notes = append(notes, m) }})
+	res, err := c.CallTool(testContext(t), "x", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text(res.Result) != "done" || len(notes) != 1 || notes[0] != "notifications/progress" {
+		t.Errorf("result %q, notifications %v", text(res.Result), notes)
+	}
+}
+
+func TestReplyErrors(t *testing.T) {
+	var mode string
+	rejected := false
+	f, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		switch mode {
+		case "unknown-result-type":
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "banana"}))
+		case "task-on-read":
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "task", "taskId": "t"}))
+		case "401-plain":
+			w.Header().Set("WWW-Authenticate", "Bearer")
+			http.Error(w, "no", http.StatusUnauthorized)
+		case "401-jsonrpc":
+			writeJSON(w, 401, rpcErr(nil, -32600, "Unauthorized", nil))
+		case "500-html":
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(500)
+			fmt.Fprint(w, "<h1>oops</h1>")
+		case "huge":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"pad":"%s"}}`, req["id"], strings.Repeat("x", 4096))
+		case "huge-sse":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: %s\n\n", strings.Repeat("x", 4096))
+		case "sse-eof":
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprint(w, ": nothing\n\n")
+		case "wrong-id":
+			writeJSON(w, 200, result(json.RawMessage(`"nope"`), map[string]any{}))
+		case "32022-then-ok":
+			if !rejected {
+				rejected = true
+				writeJSON(w, 400, rpcErr(req["id"], -32022, "Unsupported protocol version", map[string]any{"supported": []string{"2026-07-28"}, "requested": "x"}))
+				return
+			}
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "tools": []any{}}))
+		case "32022-other":
+			writeJSON(w, 400, rpcErr(req["id"], -32022, "Unsupported protocol version", map[string]any{"supported": []string{"2099-01-01"}, "requested": "x"}))
+		case "no-result-type":
+			writeJSON(w, 200, result(req["id"], map[string]any{"content": []any{map[string]any{"type": "text", "text": "legacy"}}}))
+		case "input-loop":
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "input_required", "requestState": "again"}))
+		}
+	})
+	c := client.New(url, &client.Options{MaxReplyBytes: 1024})
+	ctx := testContext(t)
+	check := func(m string, call func() error, want ...error) {
+		t.Helper()
+		mode = m
+		err := call()
+		for _, w := range want {
+			if !errors.Is(err, w) {
+				t.Errorf("%s: %v, want %v", m, err, w)
+			}
+		}
+		if len(want) == 0 && err != nil {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+	callTool := func() error { _, err := c.CallTool(ctx, "x", nil); return err }
+	read := func() error { _, err := c.ReadResource(ctx, "u"); return err }
+	list := func() error { _, err := c.ListTools(ctx); return err }
+	check("unknown-result-type", callTool, client.ErrInvalidResult)
+	check("task-on-read", read, client.ErrInvalidResult)
+	check("401-plain", callTool, client.ErrUnauthorized)
+	check("401-jsonrpc", callTool, client.ErrUnauthorized)
+	var he *client.HTTPError
+	if mode = "500-html"; !errors.As(callTool(), &he) || he.StatusCode != 500 {
+		t.Errorf("500: %v", he)
+	}
+	check("huge", callTool, client.ErrReplyTooLarge)
+	check("huge-sse", callTool, client.ErrReplyTooLarge)
+	var te *client.TransportError
+	if mode = "sse-eof"; !errors.As(callTool(), &te) {
+		t.Errorf("SSE without a response: %v", te)
+	}
+	if mode = "wrong-id"; !errors.As(callTool(), &te) {
+		t.Errorf("wrong id: %v", te)
+	}
+	f.mu.Lock()
+	before := len(f.seen)
+	f.mu.Unlock()
+	check("32022-then-ok", list)
+	if f.mu.Lock(); len(f.seen)-before != 2 {
+		t.Errorf("-32022 retry: %d requests, want 2", len(f.seen)-before)
+	}
+	f.mu.Unlock()
+	check("32022-other", list, client.ErrUnsupportedVersion)
+	mode = "no-result-type"
+	if res, err := c.CallTool(ctx, "x", nil); err != nil || text(res.Result) != "legacy" {
+		t.Errorf("no resultType: %v %v", res, err)
+	}
+	check("input-loop", callTool, client.ErrTooManyRounds)
+	// An unreachable server is a transport error wrapping the cause.
+	_, err := client.New("http://127.0.0.1:1/mcp", nil).CallTool(ctx, "x", nil)
+	if !errors.As(err, &te) {
+		t.Errorf("unreachable: %v", err)
+	}
+	// A cancelled context is reported as such.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := c.CallTool(cctx, "x", nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+}
+
+func TestParamHeaders(t *testing.T) {
+	tools := []map[string]any{
+		{"name": "ok", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+			"region":   map[string]any{"type": "string", "x-mcp-header": "Region"},
+			"priority": map[string]any{"type": "integer", "x-mcp-header": "Priority"},
+			"verbose":  map[string]any{"type": "boolean", "x-mcp-header": "Verbose"},
+			"text":     map[string]any{"type": "string", "x-mcp-header": "Text"},
+			"query":    map[string]any{"type": "string"},
+			"nested":   map[string]any{"type": "object", "properties": map[string]any{"zone": map[string]any{"type": "string", "x-mcp-header": "Zone"}}},
+		}}},
+		{"name": "bad_number", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"s": map[string]any{"type": "number", "x-mcp-header": "S"}}}},
+		{"name": "bad_dup", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+			"a": map[string]any{"type": "string", "x-mcp-header": "Dup"}, "b": map[string]any{"type": "string", "x-mcp-header": "dup"}}}},
+		{"name": "bad_space", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "x-mcp-header": "A B"}}}},
+		{"name": "bad_empty", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "x-mcp-header": ""}}}},
+		{"name": "bad_non_ascii", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string", "x-mcp-header": "Région"}}}},
+	}
+	f, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		var m string
+		_ = json.Unmarshal(req["method"], &m)
+		if m == "tools/list" {
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "tools": tools}))
+			return
+		}
+		writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "content": []any{}}))
+	})
+	c := client.New(url, nil)
+	ctx := testContext(t)
+	got, err := c.ListTools(ctx)
+	if err != nil || len(got) != 1 || got[0].Name != "ok" {
+		t.Fatalf("ListTools kept %v, %v; want only ok", got, err)
+	}
+	args := map[string]any{"region": "us-west1", "priority": 42, "verbose": false, "text": "Hello, 世界", "query": "SELECT 1",
+		"nested": map[string]any{"zone": "z1"}}
+	if _, err := c.CallTool(ctx, "ok", args); err != nil {
+		t.Fatal(err)
+	}
+	h := f.seen[len(f.seen)-1].Header
+	for k, want := range map[string]string{
+		"Mcp-Param-Region": "us-west1", "Mcp-Param-Priority": "42", "Mcp-Param-Verbose": "false",
+		"Mcp-Param-Text": client.EncodeHeaderValue("Hello, 世界"), "Mcp-Param-Zone": "z1", "Mcp-Param-Query": "",
+	} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s: %q, want %q", k, got, want)
+		}
+	}
+	// Null and absent arguments get no header.
+	if _, err := c.CallTool(ctx, "ok", map[string]any{"region": nil}); err != nil {
+		t.Fatal(err)
+	}
+	for k := range f.seen[len(f.seen)-1].Header {
+		if strings.HasPrefix(k, "Mcp-Param-") {
+			t.Errorf("unexpected %s for a null argument", k)
+		}
+	}
+}
+
+func TestInputHandlerErrors(t *testing.T) {
+	_, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "input_required",
+			"inputRequests": map[string]any{"k": map[string]any{"method": "elicitation/create", "params": map[string]any{"message": "?"}}}}))
+	})
+	boom := errors.New("boom")
+	c := client.New(url, &client.Options{InputHandler: client.InputHandlerFunc(func(context.Context, string, *client.InputRequest) (any, error) {
+		return nil, boom
+	})})
+	if _, err := c.CallTool(testContext(t), "x", nil); !errors.Is(err, boom) {
+		t.Errorf("handler error: %v", err)
+	}
+	c = client.New(url, &client.Options{InputHandler: client.InputHandlerFunc(func(context.Context, string, *client.InputRequest) (any, error) {
+		return "not an object", nil
+	})})
+	if _, err := c.CallTool(testContext(t), "x", nil); err == nil || !strings.Contains(err.Error(), "JSON object") {
+		t.Errorf("non-object answer: %v", err)
+	}
+}
