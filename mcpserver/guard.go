@@ -60,10 +60,24 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return
 			}
+		case "tools/call", "resources/read", "prompts/get":
+			// go-sdk compares this header with the body without decoding
+			// the =?base64?…?= form; hand it the decoded value.
+			if raw := r.Header.Get("Mcp-Name"); strings.HasPrefix(strings.TrimSpace(raw), base64Prefix) {
+				if name, ok := headerValue(r.Header, "Mcp-Name"); ok {
+					r.Header.Set("Mcp-Name", name)
+				}
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
+
+// The markers of a header value in the base64 form.
+const (
+	base64Prefix = "=?base64?"
+	base64Suffix = "?="
+)
 
 // headerValue returns the decoded value of an Mcp-* header: surrounding
 // whitespace trimmed, and the =?base64?…?= form decoded.
@@ -73,8 +87,8 @@ func headerValue(h http.Header, name string) (string, bool) {
 		return "", false
 	}
 	v := strings.TrimSpace(vs[0])
-	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= len("=?base64??=") {
-		b, err := base64.StdEncoding.DecodeString(v[len("=?base64?") : len(v)-len("?=")])
+	if strings.HasPrefix(v, base64Prefix) && strings.HasSuffix(v, base64Suffix) && len(v) >= len(base64Prefix+base64Suffix) {
+		b, err := base64.StdEncoding.DecodeString(v[len(base64Prefix) : len(v)-len(base64Suffix)])
 		if err != nil {
 			return "", false
 		}
