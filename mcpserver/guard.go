@@ -32,13 +32,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				TaskID json.RawMessage `json:"taskId"`
-			} `json:"params"`
-		}
+		var msg message
 		if !json.Valid(body) {
 			writeError(w, http.StatusBadRequest, nil, -32700, "Parse error: the body is not valid JSON")
 			return
@@ -47,7 +41,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: batches are not supported; send one message per POST")
 			return
 		}
-		if json.Unmarshal(body, &msg) == nil && string(msg.ID) == "null" {
+		if json.Unmarshal(body, &msg) != nil {
+			msg = message{} // wrong field types: go-sdk answers
+		}
+		if string(msg.ID) == "null" {
 			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: id must not be null")
 			return
 		}
@@ -58,6 +55,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			if json.Unmarshal(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
 				writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
+				return
+			}
+			if s.serveTaskMethod(w, r, &msg) {
 				return
 			}
 		case "tools/call", "resources/read", "prompts/get":

@@ -59,6 +59,8 @@ type serverConfig struct {
 	maxBodyBytes int64
 	// tokens, if set, wraps the handler with tokens.RequireBearer.
 	tokens mcpserver.Tokens
+	// noFastPath serves tasks/* through go-sdk.
+	noFastPath bool
 }
 
 // startServer starts a server with the fixtures of package tasktools on a
@@ -66,8 +68,9 @@ type serverConfig struct {
 func startServer(t *testing.T, cfg serverConfig) *testClient {
 	t.Helper()
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
-		ServerOptions: fixtures.ServerOptions(),
-		MaxBodyBytes:  cfg.maxBodyBytes,
+		ServerOptions:   fixtures.ServerOptions(),
+		MaxBodyBytes:    cfg.maxBodyBytes,
+		DisableFastPath: cfg.noFastPath,
 	})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)

@@ -32,6 +32,10 @@ type Options struct {
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
+	// DisableFastPath serves tasks/get, tasks/update and tasks/cancel
+	// through go-sdk's handler like every other method, at several times
+	// the cost; the answers are the same, as SSE instead of JSON.
+	DisableFastPath bool
 	// Logger receives logs (discarded if nil).
 	Logger *slog.Logger
 }
@@ -40,6 +44,7 @@ type Options struct {
 // tools with [AddTool], build the engine from [Server.EngineTools], then
 // serve [Server.Handler].
 type Server struct {
+	impl  *mcp.Implementation
 	mcp   *mcp.Server
 	opts  Options
 	log   *slog.Logger
@@ -49,7 +54,7 @@ type Server struct {
 
 // New returns a Server for the implementation impl.
 func New(impl *mcp.Implementation, opts *Options) *Server {
-	s := &Server{tools: map[string]*toolEntry{}}
+	s := &Server{impl: impl, tools: map[string]*toolEntry{}}
 	if opts != nil {
 		s.opts = *opts
 	}

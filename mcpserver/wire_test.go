@@ -28,10 +28,19 @@ func TestWire(t *testing.T) {
 		t.Fatal("no transcripts in testdata/wire")
 	}
 	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".txtar"), func(t *testing.T) {
+		name := strings.TrimSuffix(filepath.Base(path), ".txtar")
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			runTranscript(t, path)
+			runTranscript(t, path, false)
 		})
+		// The same transcript through go-sdk's handler, with the fast path
+		// off: the answers must be the same, apart from SSE instead of JSON.
+		if !*updateGolden {
+			t.Run("sdk/"+name, func(t *testing.T) {
+				t.Parallel()
+				runTranscript(t, path, true)
+			})
+		}
 	}
 }
 
@@ -125,13 +134,15 @@ func splitSectionName(name string) (label, kind string) {
 }
 
 // runTranscript replays one archive.
-func runTranscript(t *testing.T, path string) {
+// With sdkPath set, tasks/* go through go-sdk instead of the fast path, and
+// an SSE reply counts as the JSON one it carries.
+func runTranscript(t *testing.T, path string, sdkPath bool) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := parseArchive(data)
-	var cfg serverConfig
+	cfg := serverConfig{noFastPath: sdkPath}
 	for _, f := range a.files {
 		if _, kind := splitSectionName(f.name); kind == "config" {
 			if err := parseConfig(f.data, &cfg); err != nil {
@@ -139,7 +150,7 @@ func runTranscript(t *testing.T, path string) {
 			}
 		}
 	}
-	r := &replay{t: t, path: path, files: a.files, c: startServer(t, cfg), n: &normalizer{},
+	r := &replay{t: t, path: path, files: a.files, c: startServer(t, cfg), n: &normalizer{}, sseAsJSON: sdkPath,
 		snapshots: map[string]string{}, bugs: map[string][]string{}}
 	for r.i = 0; r.i < len(r.files); r.i++ {
 		f := r.files[r.i]
@@ -188,6 +199,7 @@ type replay struct {
 	n         *normalizer
 	snapshots map[string]string   // task id -> canonical tasks/get result
 	out       []archiveFile       // the archive as -update writes it
+	sseAsJSON bool                // compare an SSE reply as JSON
 	bugs      map[string][]string // known bug note -> steps where it still shows
 }
 
@@ -229,6 +241,9 @@ func (r *replay) request() {
 			t.Errorf("%s: %s: schema: %v\n%s", r.path, f.name, err, m)
 		}
 	}
+	if r.sseAsJSON && resp.class == "sse" {
+		resp.class = "json"
+	}
 	got, err := formatResponse(r.n, resp)
 	if err != nil {
 		t.Fatalf("%s: %s: %v", r.path, f.name, err)
@@ -259,7 +274,13 @@ func (r *replay) request() {
 	case want == nil:
 		t.Errorf("%s: %s has no %q section; run with -update", r.path, f.name, respName)
 	default:
-		if w := strings.TrimRight(string(want.data), "\n"); w != got {
+		w := strings.TrimRight(string(want.data), "\n")
+		if r.sseAsJSON {
+			if status, rest, ok := strings.Cut(w, " sse\n"); ok {
+				w = status + " json\n" + rest
+			}
+		}
+		if w != got {
 			t.Errorf("%s: %s: response differs\n%s", r.path, label, diffLines(w, got))
 		}
 	}

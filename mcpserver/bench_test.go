@@ -1,0 +1,79 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// BenchmarkTasksGet measures the server-side cost of one tasks/get, handler
+// only (no network), through the fast path and through go-sdk.
+func BenchmarkTasksGet(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		off  bool
+	}{{"fast", false}, {"sdk", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, &mcpserver.Options{DisableFastPath: bc.off})
+			err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+				func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+					<-ctx.Done()
+					return nil, ctx.Err()
+				})
+			if err != nil {
+				b.Fatal(err)
+			}
+			eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
+			if err != nil {
+				b.Fatal(err)
+			}
+			h := srv.Handler(eng)
+			created := benchPost(b, h, "tools/call", "wait", `"name":"wait","arguments":{}`)
+			var res struct {
+				Result struct {
+					TaskID string `json:"taskId"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(created, &res); err != nil || res.Result.TaskID == "" {
+				b.Fatalf("create: %s", created)
+			}
+			id := res.Result.TaskID
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				benchPost(b, h, "tasks/get", id, `"taskId":"`+id+`"`)
+			}
+		})
+	}
+}
+
+func benchPost(b *testing.B, h http.Handler, method, name, params string) []byte {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
+	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		b.Fatalf("%s: HTTP %d: %s", method, rec.Code, rec.Body)
+	}
+	out := rec.Body.Bytes()
+	if i := strings.LastIndex(string(out), "data: "); i >= 0 {
+		out = out[i+len("data: "):]
+	}
+	return out
+}

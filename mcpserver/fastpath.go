@@ -1,0 +1,215 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// message is the part of a JSON-RPC request that the guard and the fast
+// path read.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  struct {
+		Meta           map[string]json.RawMessage `json:"_meta"`
+		TaskID         json.RawMessage            `json:"taskId"`
+		InputResponses json.RawMessage            `json:"inputResponses"`
+	} `json:"params"`
+}
+
+// The per-request _meta keys of MCP 2026-07-28.
+const (
+	metaProtocolVersion = "io.modelcontextprotocol/protocolVersion"
+	metaClientInfo      = "io.modelcontextprotocol/clientInfo"
+	protocolVersion     = "2026-07-28"
+)
+
+// serveTaskMethod answers tasks/get, tasks/update and tasks/cancel without
+// go-sdk's per-request session, which costs about half a millisecond and
+// half a megabyte per request: polling is the hot path of every deployment.
+// It takes only requests that are well-formed in every respect go-sdk
+// checks (host, media types, protocol version header and _meta, method
+// header) and reports false for all others, which then go through go-sdk
+// and get its answers. What it answers, it answers exactly as the go-sdk
+// path would, apart from replying with application/json instead of an SSE
+// stream (clients must accept both).
+func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message) bool {
+	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
+		return false
+	}
+	var caps struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(m.Params.Meta[metaClientCapabilities], &caps) != nil {
+		return false // go-sdk reports the invalid _meta field
+	}
+	var (
+		res any
+		err error
+	)
+	if _, ok := caps.Extensions[task.ExtensionID]; !ok {
+		err = missingTasksCapability(m.Method)
+	} else {
+		extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+		res, err = s.taskMethod(r.Context(), m, s.opts.Principal(extra))
+	}
+	if err != nil {
+		je, ok := err.(*jsonrpc.Error)
+		if !ok {
+			je = &jsonrpc.Error{Code: codeInternalError, Message: err.Error()}
+		}
+		status := http.StatusOK // as go-sdk: 400 only for the codes below
+		switch je.Code {
+		case codeInvalidParams, mcp.CodeMissingRequiredClientCapabilities:
+			status = http.StatusBadRequest
+		}
+		writeJSON(w, status, m.ID, "error", je)
+		return true
+	}
+	writeJSON(w, http.StatusOK, m.ID, "result", res)
+	return true
+}
+
+// taskMethod runs one tasks/* method for principal.
+func (s *Server) taskMethod(ctx context.Context, m *message, principal string) (any, error) {
+	id, err := taskID(m.Params.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	switch m.Method {
+	case methodGet:
+		r, err := s.eng.Get(ctx, principal, id)
+		if err != nil {
+			return nil, s.taskError(m.Method, err)
+		}
+		return &GetTaskResult{ResultBase: s.resultBase(), Detailed: r.Detailed()}, nil
+	case methodUpdate:
+		responses, err := inputResponses(m.Params.InputResponses)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.eng.Update(ctx, principal, id, responses); err != nil {
+			return nil, s.taskError(m.Method, err)
+		}
+	case methodCancel:
+		if err := s.eng.Cancel(ctx, principal, id); err != nil {
+			return nil, s.taskError(m.Method, err)
+		}
+	}
+	return &AckResult{ResultBase: s.resultBase(), ResultType: task.ResultTypeComplete}, nil
+}
+
+// resultBase returns the _meta every result carries: the serverInfo.
+func (s *Server) resultBase() mcp.ResultBase {
+	return mcp.ResultBase{Meta: mcp.Meta{mcp.MetaKeyServerInfo: s.impl}}
+}
+
+// fastEligible reports whether go-sdk would accept r and m up to dispatch.
+func (s *Server) fastEligible(r *http.Request, m *message) bool {
+	if m.JSONRPC != "2.0" || !validID(m.ID) || m.Params.Meta == nil {
+		return false
+	}
+	h := r.Header
+	if h.Get("MCP-Protocol-Version") != protocolVersion || h.Get("Mcp-Method") != m.Method {
+		return false
+	}
+	var v string
+	if json.Unmarshal(m.Params.Meta[metaProtocolVersion], &v) != nil || v != protocolVersion {
+		return false
+	}
+	if ci, ok := m.Params.Meta[metaClientInfo]; ok && !isJSONObject(ci) {
+		return false
+	}
+	if !isJSONObject(m.Params.Meta[metaClientCapabilities]) {
+		return false
+	}
+	if ct := h.Get("Content-Type"); ct != "application/json" && !strings.HasPrefix(ct, "application/json;") {
+		return false
+	}
+	if !acceptsJSON(h.Values("Accept")) {
+		return false
+	}
+	// go-sdk's DNS rebinding protection: a loopback listener answers only
+	// loopback Host names.
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		return false
+	}
+	return true
+}
+
+// validID reports whether id is a JSON string or integer.
+func validID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return false
+	}
+	if id[0] == '"' {
+		var s string
+		return json.Unmarshal(id, &s) == nil
+	}
+	var n int64
+	return json.Unmarshal(id, &n) == nil
+}
+
+// acceptsJSON reports whether the Accept values name both JSON and SSE, as
+// go-sdk requires.
+func acceptsJSON(values []string) bool {
+	var jsonOK, sseOK bool
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				sseOK = true
+			case "*/*":
+				jsonOK, sseOK = true, true
+			}
+		}
+	}
+	return jsonOK && sseOK
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// writeJSON writes a JSON-RPC response whose member key ("result" or
+// "error") holds v.
+func writeJSON(w http.ResponseWriter, status int, id json.RawMessage, key string, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status, key = http.StatusOK, "error"
+		body, _ = json.Marshal(&jsonrpc.Error{Code: codeInternalError, Message: "cannot encode the result"})
+	}
+	buf := make([]byte, 0, len(body)+64)
+	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+	buf = append(buf, id...)
+	buf = append(buf, `,"`...)
+	buf = append(buf, key...)
+	buf = append(buf, `":`...)
+	buf = append(buf, body...)
+	buf = append(buf, "}\n"...)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf)
+}
