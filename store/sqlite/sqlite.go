@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -58,6 +59,11 @@ type Store struct {
 	w   *sql.DB   // the one write connection: SQLite has one writer
 	r   *sql.DB   // read-only connections
 	get *sql.Stmt // getSQL on r, prepared once per connection
+
+	creates   chan createReq // to commitLoop
+	stop      chan struct{}  // closed by Close
+	stopped   chan struct{}  // closed when commitLoop has returned
+	closeOnce sync.Once
 }
 
 var _ store.Store = (*Store)(nil)
@@ -114,7 +120,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	return &Store{w: w, r: r, get: get}, nil
+	s := &Store{w: w, r: r, get: get, creates: make(chan createReq), stop: make(chan struct{}), stopped: make(chan struct{})}
+	go s.commitLoop()
+	return s, nil
 }
 
 // options returns opts with the defaults filled in.
@@ -167,6 +175,8 @@ func checkWAL(ctx context.Context, db *sql.DB) error {
 
 // Close closes the database. Calls in flight may fail.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { close(s.stop) })
+	<-s.stopped
 	if err := errors.Join(s.get.Close(), s.r.Close(), s.w.Close()); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}

@@ -11,26 +11,6 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
-// Create implements [store.Store].
-func (s *Store) Create(ctx context.Context, r *task.Record) error {
-	vals, err := recordValues(r)
-	if err != nil {
-		return fmt.Errorf("sqlite: create task: %w", err)
-	}
-	res, err := s.w.ExecContext(ctx, insertSQL, vals...)
-	if err != nil {
-		return fmt.Errorf("sqlite: create task: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("sqlite: create task: %w", err)
-	}
-	if n == 0 {
-		return store.ErrExists
-	}
-	return nil
-}
-
 // Get implements [store.Store]. It is a primary-key read on the read pool.
 func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	r, err := scanRecord(s.get.QueryRowContext(ctx, id))

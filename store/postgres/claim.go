@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// claimSQL leases the claimable tasks in one statement. The cand query
+// walks the mcptasks_tasks_claim index oldest first (its WHERE repeats the
+// index's, with the same literals, so the planner may use it) and locks
+// up to the limit with FOR UPDATE SKIP LOCKED: rows another claim holds
+// are skipped, never waited for, so concurrent claims take different
+// tasks. Under READ COMMITTED a row changed since the statement began is
+// re-read and re-checked before it is locked, so prev_owner is the owner
+// of the version being leased. The update then leases what cand locked:
+// the ANY reads those rows by primary key, whatever number of them the
+// planner expects (a join alone may hash the whole table), and the join
+// brings prev_owner along.
+//
+// The parameters are now, the limit (NULL: no limit), the owner, the new
+// lease expiry, and, in claimToolsSQL, the tools. The predicate is that of
+// store.Claimable, given that the table allows only the five statuses.
+const (
+	claimSQL      = claimHead + claimTail
+	claimToolsSQL = claimHead + `AND tool = ANY($5)` + claimTail
+
+	claimHead = `WITH cand AS (
+		SELECT id AS cand_id, lease_owner AS prev_owner
+		FROM mcptasks_tasks
+		WHERE status IN ('working', 'input_required')
+		  AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
+		  AND (expires_at IS NULL OR expires_at > $1)
+		  `
+	claimTail = `
+		ORDER BY created_at, id
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED
+	), claimed AS (
+		UPDATE mcptasks_tasks
+		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4
+		FROM cand
+		WHERE id = ANY(ARRAY(SELECT cand_id FROM cand)) AND id = cand_id
+		RETURNING ` + columns + `, prev_owner <> '' AS lost
+	)
+	SELECT * FROM claimed ORDER BY created_at, id`
+)
+
+// claimQuery returns the claim statement of p and its arguments.
+func claimQuery(p store.ClaimParams) (string, []any) {
+	var limit any // NULL: no limit
+	if p.Limit > 0 {
+		limit = int64(p.Limit)
+	}
+	args := []any{timeValue(p.Now), limit, p.Owner, timeValue(p.LeaseExpiresAt)}
+	if p.Tools == nil {
+		return claimSQL, args
+	}
+	return claimToolsSQL, append(args, p.Tools)
+}
+
+// Claim implements [store.Store]. It is one statement; see claimSQL.
+func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	if p.Tools != nil && len(p.Tools) == 0 {
+		return nil, nil // no tool matches, as in store.Claimable
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	q, args := claimQuery(p)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: claim: %w", err)
+	}
+	defer rows.Close()
+	var out []store.Claimed
+	for rows.Next() {
+		var c store.Claimed
+		if c.Record, err = scanRecord(rows, &c.Lost); err != nil {
+			return nil, fmt.Errorf("postgres: claim: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: claim: %w", err)
+	}
+	return out, nil
+}
+
+// heartbeatSQL extends a lease if the caller holds it, in one statement.
+// Its WHERE is store.CheckFence: live, not expired, held at the attempt.
+// The parameters are the id, the attempt, the new expiry and now.
+const heartbeatSQL = `UPDATE mcptasks_tasks SET lease_expires_at = $3
+	WHERE id = $1 AND attempt = $2
+	  AND status IN ('working', 'input_required')
+	  AND lease_owner <> ''
+	  AND (expires_at IS NULL OR expires_at > $4)
+	RETURNING cancel_requested`
+
+// Heartbeat implements [store.Store]. It is one statement that touches no
+// indexed column, so Postgres can make it a HOT update.
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	err = s.pool.QueryRow(ctx, heartbeatSQL, p.ID, p.Attempt, timeValue(p.LeaseExpiresAt), timeValue(p.Now)).Scan(&cancelRequested)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, store.ErrLeaseLost
+	}
+	if err != nil {
+		return false, fmt.Errorf("postgres: heartbeat: %w", err)
+	}
+	return cancelRequested, nil
+}

@@ -1,0 +1,718 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcptasks/mcptasks/internal/pgtest"
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/storetest"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// open opens a store on dsn that is closed when t ends.
+func open(t testing.TB, dsn string, opts *Options) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// openTemp opens a store in a fresh schema, closed when t ends.
+func openTemp(t testing.TB) *Store {
+	t.Helper()
+	return open(t, pgtest.DSN(t), nil)
+}
+
+// withParam returns dsn with the connection parameter key=value added.
+func withParam(dsn, key, value string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+		return u.String()
+	}
+	return dsn + " " + key + "=" + value
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), pgtest.DSN(t), nil)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+// TestStore_SimpleProtocol runs the suite as through a pooler that needs
+// the simple protocol (PgBouncer in transaction mode, before 1.21): no
+// prepared statements, every value sent as text.
+func TestStore_SimpleProtocol(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the suite runs once with the extended protocol in -short")
+	}
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), withParam(pgtest.DSN(t), "default_query_exec_mode", "simple_protocol"), nil)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+var t0 = time.Date(2026, time.July, 28, 10, 30, 0, 0, time.UTC)
+
+func newTask(id string) *task.Record {
+	return &task.Record{
+		ID: id, Principal: "alice", Tool: "echo", Args: json.RawMessage(`{"n": 1}`),
+		Status: task.Working, CreatedAt: t0, UpdatedAt: t0, TTL: time.Hour,
+	}
+}
+
+func TestOpen_ConcurrentMigrations(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	const replicas = 8
+	stores := make([]*Store, replicas)
+	errs := make([]error, replicas)
+	var wg sync.WaitGroup
+	for i := range replicas {
+		wg.Go(func() { stores[i], errs[i] = Open(context.Background(), dsn, nil) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open #%d: %v", i, err)
+			continue
+		}
+		defer stores[i].Close()
+	}
+	if t.Failed() {
+		return
+	}
+	ms, err := loadMigrations(migrationFS, migrationDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, versions, newest int
+	err = stores[0].pool.QueryRow(context.Background(),
+		`SELECT count(*), count(DISTINCT version), max(version) FROM mcptasks_migrations`).Scan(&rows, &versions, &newest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows != len(ms) || versions != len(ms) || newest != len(ms) {
+		t.Errorf("mcptasks_migrations has %d rows of %d versions up to %d, want each of the %d versions once", rows, versions, newest, len(ms))
+	}
+	// Every replica works on the one table.
+	for i, s := range stores {
+		if err := s.Create(context.Background(), newTask(fmt.Sprintf("t%d", i))); err != nil {
+			t.Errorf("Create on replica %d: %v", i, err)
+		}
+	}
+}
+
+func TestOpen_Reopen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	s := open(t, dsn, nil)
+	if err := s.Create(ctx, newTask("t1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	s.Close()
+	s = open(t, dsn, nil)
+	got, err := s.Get(ctx, "t1")
+	if err != nil || string(got.Args) != `{"n": 1}` {
+		t.Fatalf("Get after reopen = %+v, %v", got, err)
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM mcptasks_migrations`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("mcptasks_migrations has %d rows after reopening, want 1", n)
+	}
+}
+
+func TestOpen_NewerSchema(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	s := open(t, dsn, nil)
+	if _, err := s.pool.Exec(context.Background(), `INSERT INTO mcptasks_migrations (version, name) VALUES (999, '999_future.up.sql')`); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(context.Background(), dsn, nil)
+	if err == nil {
+		s2.Close()
+		t.Fatal("Open of a schema from a newer program succeeded")
+	}
+	if !strings.Contains(err.Error(), "newer") {
+		t.Errorf("Open: %v, want it to say the schema is newer", err)
+	}
+}
+
+func TestOpen_MissingSchema(t *testing.T) {
+	t.Parallel()
+	dsn := withParam(pgtest.DSN(t), "options", "-csearch_path=no_such_schema_here")
+	s, err := Open(context.Background(), dsn, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open with a search_path of no existing schema succeeded")
+	}
+	if !strings.Contains(err.Error(), "search_path") {
+		t.Errorf("Open: %v, want it to name the search_path", err)
+	}
+}
+
+func TestOpen_BadArguments(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		dsn  string
+		opts *Options
+		want string
+	}{
+		{"EmptyDSN", " ", nil, "dsn is empty"},
+		{"BadDSN", "postgres://h:notaport/db", nil, "parse dsn"},
+		{"NegativeMaxConns", "postgres://h/db", &Options{MaxConns: -1}, "MaxConns"},
+		{"NegativeQueryTimeout", "postgres://h/db", &Options{QueryTimeout: -time.Second}, "QueryTimeout"},
+		{"NegativeEventBuffer", "postgres://h/db", &Options{EventBuffer: -1}, "EventBuffer"},
+		{"LongChannel", "postgres://h/db", &Options{NotifyChannel: strings.Repeat("c", 64)}, "NotifyChannel"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(context.Background(), tt.dsn, tt.opts)
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open succeeded, want an error naming %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open: %v, want it to name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpen_Unreachable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	start := time.Now()
+	s, err := Open(context.Background(), "postgres://postgres@"+addr+"/test?sslmode=disable", &Options{QueryTimeout: time.Second})
+	if err == nil {
+		s.Close()
+		t.Fatal("Open of a closed port succeeded")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Open took %v to fail", d)
+	}
+}
+
+// TestOpen_Settings checks the session settings and table storage
+// parameters the store relies on.
+func TestOpen_Settings(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	show := func(s *Store, name string) string {
+		t.Helper()
+		var v string
+		if err := s.pool.QueryRow(context.Background(), "SHOW "+name).Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	tests := []struct {
+		name     string
+		dsn      string
+		opts     *Options
+		settings map[string]string
+	}{
+		{"Defaults", dsn, nil, map[string]string{
+			"statement_timeout": "30s", "idle_in_transaction_session_timeout": "30s", "application_name": "mcptasks",
+		}},
+		{"Options", dsn, &Options{StatementTimeout: 1500 * time.Millisecond}, map[string]string{
+			"statement_timeout": "1500ms", "idle_in_transaction_session_timeout": "1500ms",
+		}},
+		{"DSNWins", withParam(withParam(dsn, "statement_timeout", "7000"), "application_name", "replica-3"), nil, map[string]string{
+			"statement_timeout": "7s", "application_name": "replica-3",
+		}},
+		{"Disabled", dsn, &Options{StatementTimeout: -1}, map[string]string{
+			"statement_timeout": "0", "idle_in_transaction_session_timeout": "0",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t, tt.dsn, tt.opts)
+			for k, want := range tt.settings {
+				if got := show(s, k); got != want {
+					t.Errorf("%s = %q, want %q", k, got, want)
+				}
+			}
+		})
+	}
+
+	s := open(t, dsn, nil)
+	var opts []string
+	err := s.pool.QueryRow(context.Background(),
+		`SELECT reloptions FROM pg_class WHERE oid = 'mcptasks_tasks'::regclass`).Scan(&opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"fillfactor=70", "autovacuum_vacuum_scale_factor=0.01"} {
+		if !strings.Contains(strings.Join(opts, " "), want) {
+			t.Errorf("mcptasks_tasks storage parameters %q lack %s", opts, want)
+		}
+	}
+}
+
+// TestTimesTruncated checks that times keep milliseconds, and only them,
+// as in every backend, though timestamptz could keep microseconds.
+func TestTimesTruncated(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTemp(t)
+	r := newTask("t1")
+	r.CreatedAt = t0.Add(1500 * time.Microsecond)
+	r.UpdatedAt = t0.Add(-500 * time.Microsecond)
+	if err := s.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.CreatedAt.Equal(t0.Add(time.Millisecond)) || !got.UpdatedAt.Equal(t0.Add(-time.Millisecond)) {
+		t.Errorf("times = %v, %v; want them floored to the millisecond", got.CreatedAt, got.UpdatedAt)
+	}
+	if got.CreatedAt.Location() != time.UTC {
+		t.Errorf("CreatedAt in %v, want UTC", got.CreatedAt.Location())
+	}
+}
+
+// TestInvalidJSON checks that a value the store cannot keep as JSON is
+// refused, and the task left as it was.
+func TestInvalidJSON(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTemp(t)
+	for _, bad := range []func(r *task.Record){
+		func(r *task.Record) { r.Args = json.RawMessage(`{not json`) },
+		func(r *task.Record) { r.Result = json.RawMessage(`[1,`) },
+		func(r *task.Record) { r.Answers = map[string]json.RawMessage{"a": json.RawMessage(`{`)} },
+	} {
+		r := newTask("t1")
+		bad(r)
+		if err := s.Create(ctx, r); err == nil || errors.Is(err, store.ErrExists) {
+			t.Fatalf("Create with invalid JSON = %v, want an encoding error", err)
+		}
+	}
+	if err := s.Create(ctx, newTask("t1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("Claim = %d, %v", len(cs), err)
+	}
+	_, err = s.RequestInput(ctx, store.RequestInputParams{
+		FenceParams: store.FenceParams{ID: "t1", Attempt: 1, Now: t0},
+		Requests:    map[string]json.RawMessage{"q": json.RawMessage(`{"method":`)},
+	})
+	if err == nil || errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("RequestInput with invalid JSON = %v, want an encoding error", err)
+	}
+	got, err := s.Get(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != task.Working || len(got.InputRequests) != 0 {
+		t.Errorf("after a failed RequestInput: status %s, requests %v", got.Status, got.InputRequests)
+	}
+}
+
+func TestContextCancelled(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Create(ctx, newTask("t1")); !errors.Is(err, context.Canceled) {
+		t.Errorf("Create = %v, want context.Canceled", err)
+	}
+	if _, err := s.Get(ctx, "t1"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get = %v, want context.Canceled", err)
+	}
+	if _, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Claim = %v, want context.Canceled", err)
+	}
+	if _, err := s.Answer(ctx, store.AnswerParams{ID: "t1", Principal: "alice", Now: t0}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Answer = %v, want context.Canceled", err)
+	}
+}
+
+// freezer is a TCP proxy in front of Postgres that can stop forwarding, as
+// a database that hangs (a network partition, a stuck server) would.
+type freezer struct {
+	l      net.Listener
+	target string
+	frozen chan struct{} // closed by freeze
+	done   chan struct{} // closed by stop
+	once   sync.Once
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{l: l, target: target, frozen: make(chan struct{}), done: make(chan struct{})}
+	go f.serve()
+	return f
+}
+
+func (f *freezer) addr() string { return f.l.Addr().String() }
+
+func (f *freezer) freeze() { f.once.Do(func() { close(f.frozen) }) }
+
+func (f *freezer) stop() {
+	close(f.done)
+	f.l.Close()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.conns {
+		c.Close()
+	}
+}
+
+func (f *freezer) serve() {
+	for {
+		c, err := f.l.Accept()
+		if err != nil {
+			return
+		}
+		u, err := net.Dial("tcp", f.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		f.mu.Lock()
+		f.conns = append(f.conns, c, u)
+		f.mu.Unlock()
+		go f.pipe(u, c)
+		go f.pipe(c, u)
+	}
+}
+
+// pipe copies src to dst until either fails, holding back everything once
+// frozen.
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			select {
+			case <-f.frozen:
+				<-f.done
+				return
+			default:
+			}
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				dst.Close()
+			}
+			return
+		}
+	}
+}
+
+// TestQueryTimeout checks that a database that stops answering makes calls
+// fail within QueryTimeout, or the caller's deadline, instead of hanging.
+func TestQueryTimeout(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasPrefix(cfg.Host, "/") {
+		t.Skip("the test puts a TCP proxy in front of the server; MCPTASKS_POSTGRES_URL names a Unix socket")
+	}
+	f := newFreezer(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
+	host, port, _ := net.SplitHostPort(f.addr())
+	proxied := withParam(withParam(dsn, "host", host), "port", port)
+	const timeout = 500 * time.Millisecond
+	s, err := Open(context.Background(), proxied, &Options{QueryTimeout: timeout})
+	if err != nil {
+		f.stop()
+		t.Fatalf("Open through the proxy: %v", err)
+	}
+	t.Cleanup(func() {
+		// The proxy first: pgx sends a cancel request for each query that
+		// timed out, and waits up to 15s for it, in Close, on a frozen
+		// network.
+		f.stop()
+		s.Close()
+	})
+	ctx := context.Background()
+	if err := s.Create(ctx, newTask("t1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+
+	f.freeze()
+	calls := []struct {
+		name string
+		call func(ctx context.Context) error
+	}{
+		{"Get", func(ctx context.Context) error { _, err := s.Get(ctx, "t1"); return err }},
+		{"Create", func(ctx context.Context) error { return s.Create(ctx, newTask("t2")) }},
+		{"Claim", func(ctx context.Context) error {
+			_, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
+			return err
+		}},
+		{"Answer", func(ctx context.Context) error {
+			_, err := s.Answer(ctx, store.AnswerParams{ID: "t1", Principal: "alice", Now: t0})
+			return err
+		}},
+		{"Listen", func(ctx context.Context) error { _, err := s.Listen(ctx); return err }},
+	}
+	for _, c := range calls {
+		start := time.Now()
+		err := c.call(ctx)
+		if d := time.Since(start); err == nil || d > timeout+2*time.Second {
+			t.Errorf("%s on a frozen database = %v after %v, want an error after about %v", c.name, err, d, timeout)
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want it to wrap context.DeadlineExceeded", c.name, err)
+		}
+	}
+
+	// A caller's own deadline wins over QueryTimeout.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := s.Get(ctx, "t1"); err == nil || time.Since(start) > timeout {
+		t.Errorf("Get with a 100ms deadline = %v after %v", err, time.Since(start))
+	}
+}
+
+// TestClaim_ManyStores checks that four replicas claiming from one table at
+// once never take the same task.
+func TestClaim_ManyStores(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	const replicas, tasks = 4, 200
+	stores := make([]*Store, replicas)
+	for i := range stores {
+		stores[i] = open(t, dsn, &Options{MaxConns: 4})
+	}
+	ctx := context.Background()
+	for i := range tasks {
+		r := newTask(fmt.Sprintf("t%03d", i))
+		r.CreatedAt = t0.Add(time.Duration(i%13) * time.Millisecond)
+		if err := stores[i%replicas].Create(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := t0.Add(time.Minute)
+	var (
+		mu     sync.Mutex
+		owners = map[string]string{}
+		wg     sync.WaitGroup
+	)
+	for i, s := range stores {
+		for g := range 2 { // two workers per replica
+			owner := fmt.Sprintf("r%d/w%d", i, g)
+			wg.Go(func() {
+				for {
+					cs, err := s.Claim(ctx, store.ClaimParams{Owner: owner, Now: now, LeaseExpiresAt: now.Add(time.Hour), Limit: 3})
+					if err != nil {
+						t.Errorf("%s: Claim: %v", owner, err)
+						return
+					}
+					if len(cs) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, c := range cs {
+						if prev, ok := owners[c.ID]; ok {
+							t.Errorf("%s claimed by %s and %s", c.ID, prev, owner)
+						}
+						owners[c.ID] = owner
+						if c.Attempt != 1 || c.Lost || c.LeaseOwner != owner {
+							t.Errorf("%s: attempt %d lost %v owner %q", c.ID, c.Attempt, c.Lost, c.LeaseOwner)
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if len(owners) != tasks {
+		t.Errorf("%d tasks claimed, want %d", len(owners), tasks)
+	}
+	perOwner := map[string]int{}
+	for _, o := range owners {
+		perOwner[o]++
+	}
+	t.Logf("claims per worker: %v", perOwner)
+	var n int
+	if err := stores[0].pool.QueryRow(ctx, `SELECT count(*) FROM mcptasks_tasks WHERE attempt <> 1`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Errorf("%d tasks have an attempt other than 1", n)
+	}
+}
+
+// TestQueryPlans checks that Get, Claim, Heartbeat, the row lock and the
+// sweep read by index on a table of a realistic shape: mostly finished
+// tasks, some live, half with a TTL.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTemp(t)
+	const rows = 5000
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO mcptasks_tasks (id, principal, tool, args, status, created_at, updated_at, ttl_ms, expires_at)
+		SELECT 'id-' || g, 'alice', 'tool-' || (g % 5), '{}',
+		       CASE WHEN g % 10 = 0 THEN 'working' ELSE 'completed' END,
+		       $1::timestamptz + g * interval '1 second', $1::timestamptz + g * interval '1 second',
+		       CASE WHEN g % 2 = 0 THEN 3600000 ELSE 0 END,
+		       CASE WHEN g % 2 = 0 THEN $1::timestamptz + g * interval '1 second' + interval '1 hour' END
+		FROM generate_series(1, $2::int) g`, t0, rows)
+	if err != nil {
+		t.Fatalf("fill: %v", err)
+	}
+	if _, err := s.pool.Exec(ctx, `ANALYZE mcptasks_tasks`); err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Hour + time.Minute) // a few dozen TTLs have elapsed
+	claimAll, claimArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10})
+	claimTools, toolArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10, Tools: []string{"tool-0", "tool-1"}})
+	claimNoLimit, noLimitArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute)})
+	tests := []struct {
+		name  string
+		query string
+		args  []any
+		index string // the index the plan must use
+	}{
+		{"Get", getSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
+		{"Lock", lockSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
+		{"Update", updateSQL, []any{"id-42", "working", "", now, nil, nil, nil, nil, false, 1, "w", now}, "mcptasks_tasks_pkey"},
+		{"Heartbeat", heartbeatSQL, []any{"id-42", 1, now, now}, "mcptasks_tasks_pkey"},
+		{"Claim", claimAll, claimArgs, "mcptasks_tasks_claim"},
+		{"ClaimTools", claimTools, toolArgs, "mcptasks_tasks_claim"},
+		{"ClaimNoLimit", claimNoLimit, noLimitArgs, "mcptasks_tasks_claim"},
+		{"DeleteExpired", deleteExpiredSQL, []any{now, int64(100)}, "mcptasks_tasks_expires_at"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows, err := s.pool.Query(ctx, "EXPLAIN "+tt.query, tt.args...)
+			if err != nil {
+				t.Fatalf("EXPLAIN: %v", err)
+			}
+			var plan []string
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(plan, "\n")
+			t.Logf("plan:\n%s", text)
+			if strings.Contains(text, "Seq Scan") {
+				t.Errorf("plan scans the table:\n%s", text)
+			}
+			if !strings.Contains(text, tt.index) {
+				t.Errorf("plan does not use %s:\n%s", tt.index, text)
+			}
+		})
+	}
+}
+
+// BenchmarkGet measures primary-key reads from 4×GOMAXPROCS goroutines.
+func BenchmarkGet(b *testing.B) {
+	ctx := context.Background()
+	s := openTemp(b)
+	const n = 1000
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = task.NewID()
+		if err := s.Create(ctx, newTask(ids[i])); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := s.Get(ctx, ids[next.Add(1)%n]); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkCreate measures durable inserts from 4×GOMAXPROCS goroutines,
+// with and without the created event.
+func BenchmarkCreate(b *testing.B) {
+	for _, bb := range []struct {
+		name string
+		opts *Options
+	}{
+		{"Notify", nil},
+		{"DisableNotify", &Options{DisableNotify: true}},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			ctx := context.Background()
+			s := open(b, pgtest.DSN(b), bb.opts)
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.Create(ctx, newTask(fmt.Sprintf("t%d", next.Add(1)))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,262 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// columns are the columns that hold a task.Record, in the order of
+// scanRecord. expires_at is derived and not read back.
+const columns = `id, principal, tool, args, client_capabilities, status, status_message,
+	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
+	result, error, cancel_requested, attempt, lease_owner, lease_expires_at`
+
+const (
+	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
+	getSQL    = selectSQL + ` WHERE id = $1`
+	lockSQL   = getSQL + ` FOR UPDATE`
+
+	// insertRowSQL inserts a task unless its id exists. The values are
+	// those of insertValues.
+	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		ON CONFLICT (id) DO NOTHING`
+
+	// insertSQL is insertRowSQL that, if the task was new, notifies its
+	// creation in the same statement; it returns the number of rows
+	// inserted. The values are those of insertValues, then the channel.
+	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
+	SELECT count(*) FROM ins, pg_notify($21, 'created:' || ins.id)`
+
+	// updateSQL writes back the columns that the state machine changes;
+	// the others are fixed at creation. The values are those of
+	// updateValues.
+	updateSQL = `UPDATE mcptasks_tasks SET
+		status = $2, status_message = $3, updated_at = $4,
+		input_requests = $5, answers = $6, result = $7, error = $8,
+		cancel_requested = $9, attempt = $10, lease_owner = $11, lease_expires_at = $12
+	WHERE id = $1`
+)
+
+// insertValues returns the values of insertSQL for r, but the channel.
+func insertValues(r *task.Record) ([]any, error) {
+	inputRequests, answers, rpcErr, err := encodeMaps(r)
+	if err != nil {
+		return nil, err
+	}
+	// expires_at as the table's constraint computes it, from the stored
+	// milliseconds.
+	var expiresAt any
+	if ttl := r.TTL.Milliseconds(); ttl > 0 {
+		expiresAt = time.UnixMilli(r.CreatedAt.UnixMilli() + ttl).UTC()
+	}
+	return []any{
+		r.ID, r.Principal, r.Tool, rawValue(r.Args), rawValue(r.ClientCapabilities),
+		string(r.Status), r.StatusMessage,
+		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
+		inputRequests, answers, rawValue(r.Result), rpcErr,
+		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
+		expiresAt,
+	}, nil
+}
+
+// updateValues returns the values of updateSQL for r.
+func updateValues(r *task.Record) ([]any, error) {
+	inputRequests, answers, rpcErr, err := encodeMaps(r)
+	if err != nil {
+		return nil, err
+	}
+	return []any{
+		r.ID, string(r.Status), r.StatusMessage, timeValue(r.UpdatedAt),
+		inputRequests, answers, rawValue(r.Result), rpcErr,
+		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
+	}, nil
+}
+
+// encodeMaps returns the column values of r's input requests, answers and
+// error.
+func encodeMaps(r *task.Record) (inputRequests, answers, rpcErr any, err error) {
+	if inputRequests, err = encodeRaws(r.InputRequests); err != nil {
+		return nil, nil, nil, fmt.Errorf("input requests: %w", err)
+	}
+	if answers, err = encodeRaws(r.Answers); err != nil {
+		return nil, nil, nil, fmt.Errorf("answers: %w", err)
+	}
+	if rpcErr, err = encodeError(r.Error); err != nil {
+		return nil, nil, nil, fmt.Errorf("error: %w", err)
+	}
+	return inputRequests, answers, rpcErr, nil
+}
+
+// update writes r back to its row.
+func update(ctx context.Context, tx pgx.Tx, r *task.Record) error {
+	vals, err := updateValues(r)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, updateSQL, vals...); err != nil {
+		return fmt.Errorf("update: %w", err)
+	}
+	return nil
+}
+
+// scanRecord reads a record from a row of columns, then the extra
+// columns into extra.
+func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
+	var (
+		r                                  task.Record
+		status                             string
+		created, updated                   time.Time
+		ttl, poll                          int64
+		args, caps, inputRequests, answers []byte
+		result, rpcErr                     []byte
+		leaseExpiresAt                     *time.Time
+	)
+	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
+		&created, &updated, &ttl, &poll, &inputRequests, &answers,
+		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt}
+	if err := row.Scan(append(dest, extra...)...); err != nil {
+		return nil, err
+	}
+	r.Args, r.ClientCapabilities, r.Result = rawFrom(args), rawFrom(caps), rawFrom(result)
+	r.Status = task.Status(status)
+	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
+	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
+	if leaseExpiresAt != nil {
+		r.LeaseExpiresAt = leaseExpiresAt.UTC()
+	}
+	var err error
+	if r.InputRequests, err = decodeRaws(inputRequests); err != nil {
+		return nil, fmt.Errorf("task %s: input requests: %w", r.ID, err)
+	}
+	if r.Answers, err = decodeRaws(answers); err != nil {
+		return nil, fmt.Errorf("task %s: answers: %w", r.ID, err)
+	}
+	if r.Error, err = decodeError(rpcErr); err != nil {
+		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+// rawValue is the column value of a JSON value: NULL when empty. It is a
+// string, not []byte, so that the simple protocol sends it as text rather
+// than as bytea.
+func rawValue(b json.RawMessage) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// rawFrom is the JSON value of a column: nil when NULL or empty.
+func rawFrom(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// timeValue is the column value of a time, truncated to the millisecond
+// (the store's precision; timestamptz keeps microseconds), in UTC; NULL
+// when zero.
+func timeValue(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// encodeRaws returns m as a JSON object whose values are m's bytes, keys
+// sorted; NULL when m is empty. A nil value is written as null.
+func encodeRaws(m map[string]json.RawMessage) (any, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(key)
+		b.WriteByte(':')
+		if err := writeRaw(&b, m[k]); err != nil {
+			return nil, fmt.Errorf("key %q: %w", k, err)
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+// writeRaw writes the JSON value v, or null if it is empty.
+func writeRaw(b *strings.Builder, v json.RawMessage) error {
+	if len(v) == 0 {
+		b.WriteString("null")
+		return nil
+	}
+	if !json.Valid(v) {
+		return fmt.Errorf("not valid JSON: %.40q", v)
+	}
+	b.Write(bytes.TrimSpace(v))
+	return nil
+}
+
+// decodeRaws is the inverse of encodeRaws.
+func decodeRaws(b []byte) (map[string]json.RawMessage, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// encodeError returns e as a JSON-RPC error object that keeps e.Data's
+// bytes; NULL when e is nil.
+func encodeError(e *task.Error) (any, error) {
+	if e == nil {
+		return nil, nil
+	}
+	msg, err := json.Marshal(e.Message)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"code":%d,"message":%s`, e.Code, msg)
+	if len(e.Data) > 0 {
+		b.WriteString(`,"data":`)
+		if err := writeRaw(&b, e.Data); err != nil {
+			return nil, fmt.Errorf("data: %w", err)
+		}
+	}
+	b.WriteByte('}')
+	return b.String(), nil
+}
+
+// decodeError is the inverse of encodeError.
+func decodeError(b []byte) (*task.Error, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	var e task.Error
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, err
+	}
+	return &e, nil
+}

@@ -1,0 +1,38 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// deleteExpiredSQL deletes up to a limit (NULL: no limit) of the tasks whose
+// TTL has elapsed, earliest deadline first, found by the
+// mcptasks_tasks_expires_at index. Rows that another transaction holds are
+// skipped, not waited for: the next sweep takes them, and sweepers on
+// several replicas split the work instead of queueing behind each other.
+//
+// The ids are collected into an array, so that the delete reads them by
+// primary key; with IN (subquery) the planner may hash-join the whole table.
+const deleteExpiredSQL = `DELETE FROM mcptasks_tasks WHERE id = ANY(ARRAY(
+	SELECT id FROM mcptasks_tasks
+	WHERE expires_at <= $1
+	ORDER BY expires_at
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED))`
+
+// DeleteExpired implements [store.Store]. A limit of zero or less means no
+// limit. It skips the expired tasks that are being written at that moment.
+func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, deleteExpiredSQL, timeValue(now), lim)
+	if err != nil {
+		return 0, fmt.Errorf("postgres: delete expired: %w", err)
+	}
+	return int(tag.RowsAffected()), nil
+}

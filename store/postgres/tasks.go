@@ -1,0 +1,175 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// Create implements [store.Store]. The insert and its created event (unless
+// Options.DisableNotify) are one statement, so one transaction.
+func (s *Store) Create(ctx context.Context, r *task.Record) error {
+	vals, err := insertValues(r)
+	if err != nil {
+		return fmt.Errorf("postgres: create task: %w", err)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var n int64
+	if s.opts.DisableNotify {
+		var tag pgconn.CommandTag
+		tag, err = s.pool.Exec(ctx, insertRowSQL, vals...)
+		n = tag.RowsAffected()
+	} else {
+		err = s.pool.QueryRow(ctx, insertSQL, append(vals, s.opts.NotifyChannel)...).Scan(&n)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: create task: %w", err)
+	}
+	if n == 0 {
+		return store.ErrExists
+	}
+	return nil
+}
+
+// Get implements [store.Store]. It is one primary-key read.
+func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := scanRecord(s.pool.QueryRow(ctx, getSQL, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("postgres: get task: %w", err)
+	}
+	return r, nil
+}
+
+// inTx runs fn in a transaction and commits if fn returns nil. Errors of
+// the database are wrapped with op; fn's own errors are returned as they
+// are.
+func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: %s: begin: %w", op, err)
+	}
+	defer tx.Rollback(ctx) // a no-op after Commit
+	if err := fn(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: %s: commit: %w", op, err)
+	}
+	return nil
+}
+
+// modify locks the task with the id in a transaction and runs fn on it; if
+// fn reports a change, the task is written back, and the event fn names
+// (if any) sent, before the commit. It returns the task as fn left it, or
+// ErrNotFound.
+func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, ev store.EventKind, err error)) (*task.Record, error) {
+	var out *task.Record
+	err := s.inTx(ctx, op, func(ctx context.Context, tx pgx.Tx) error {
+		r, err := scanRecord(tx.QueryRow(ctx, lockSQL, id))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return store.ErrNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: %s: load: %w", op, err)
+		}
+		changed, ev, err := fn(r)
+		if err != nil {
+			return err
+		}
+		if changed {
+			if err := update(ctx, tx, r); err != nil {
+				return fmt.Errorf("postgres: %s: %w", op, err)
+			}
+			if ev != "" {
+				if err := s.notify(ctx, tx, ev, id); err != nil {
+					return fmt.Errorf("postgres: %s: %w", op, err)
+				}
+			}
+		}
+		out = r
+		return nil
+	})
+	return out, err
+}
+
+// fenced is modify for worker writes: a missing task is a lost lease, and
+// they send no events.
+func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) error {
+	_, err := s.modify(ctx, op, id, func(r *task.Record) (bool, store.EventKind, error) {
+		changed, err := fn(r)
+		return changed, "", err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.ErrLeaseLost
+	}
+	return err
+}
+
+// Release implements [store.Store].
+func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
+	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {
+		return true, store.ApplyRelease(r, p)
+	})
+}
+
+// SetStatusMessage implements [store.Store].
+func (s *Store) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
+	return s.fenced(ctx, "set status message", p.ID, func(r *task.Record) (bool, error) {
+		return store.ApplyStatusMessage(r, p)
+	})
+}
+
+// RequestInput implements [store.Store].
+func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
+	err = s.fenced(ctx, "request input", p.ID, func(r *task.Record) (changed bool, err error) {
+		answers, changed, err = store.ApplyRequestInput(r, p)
+		return changed, err
+	})
+	return answers, err
+}
+
+// Finish implements [store.Store].
+func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
+	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {
+		return true, store.ApplyFinish(r, p)
+	})
+}
+
+// Answer implements [store.Store]. When it accepts keys it sends an
+// answered event.
+func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []string, err error) {
+	_, err = s.modify(ctx, "answer", p.ID, func(r *task.Record) (bool, store.EventKind, error) {
+		accepted, err = store.ApplyAnswer(r, p)
+		return len(accepted) > 0, store.EventAnswered, err
+	})
+	return accepted, err
+}
+
+// RequestCancel implements [store.Store]. When it sets CancelRequested on a
+// held task it sends a cancelled event, so that the worker holding it
+// stops at once.
+func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
+	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, store.EventKind, error) {
+		changed, err := store.ApplyCancel(r, p)
+		var ev store.EventKind
+		if changed && !r.Status.Terminal() && r.CancelRequested {
+			ev = store.EventCancelled
+		}
+		return changed, ev, err
+	})
+}
