@@ -29,6 +29,7 @@ func (e *Engine) listenLoop(ctx context.Context, l store.Listener) {
 				e.signal()
 			case store.EventAnswered:
 				e.notify(ev.TaskID, false)
+				e.signal() // the task may have no worker: claim it
 			case store.EventCancelled:
 				e.notify(ev.TaskID, true)
 			}

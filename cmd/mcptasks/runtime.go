@@ -17,6 +17,7 @@ import (
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
+	"github.com/mcptasks/mcptasks/store/postgres"
 	"github.com/mcptasks/mcptasks/store/sqlite"
 )
 
@@ -35,7 +36,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
-	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable) or memory: (lost on exit)")
+	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable, one machine), postgres://USER@HOST/DB (durable, shared by replicas) or memory: (lost on exit)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
@@ -124,6 +125,12 @@ func openStore(ctx context.Context, spec string) (store.Store, error) {
 			return nil, fmt.Errorf("--store %q: %w", spec, err)
 		}
 		return st, nil
+	case "postgres", "postgresql":
+		st, err := postgres.Open(ctx, spec, nil)
+		if err != nil {
+			return nil, fmt.Errorf("--store: %w", err)
+		}
+		return st, nil
 	}
-	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH or memory:", spec, scheme)
+	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory:", spec, scheme)
 }
