@@ -129,9 +129,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
 	}
+	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()))
+}
+
+// createTask creates a task of tool t and returns its CreateTaskResult.
+func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string) (*CreateTaskResult, error) {
 	r, err := s.eng.Create(ctx, engine.CreateParams{
-		Tool: t.tool.Name, Args: args, ClientCapabilities: caps,
-		Principal: s.opts.Principal(req.GetExtra()),
+		Tool: t.tool.Name, Args: args, ClientCapabilities: caps, Principal: principal,
 	})
 	if err != nil {
 		s.log.Error("create task", "tool", t.tool.Name, "err", err)

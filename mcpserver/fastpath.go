@@ -25,6 +25,10 @@ type message struct {
 		Meta           map[string]json.RawMessage `json:"_meta"`
 		TaskID         json.RawMessage            `json:"taskId"`
 		InputResponses json.RawMessage            `json:"inputResponses"`
+		// tools/call
+		Name         string          `json:"name"`
+		Arguments    json.RawMessage `json:"arguments"`
+		RequestState json.RawMessage `json:"requestState"`
 	} `json:"params"`
 }
 
@@ -48,17 +52,11 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
-	var caps struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
-	if json.Unmarshal(m.Params.Meta[metaClientCapabilities], &caps) != nil {
-		return false // go-sdk reports the invalid _meta field
-	}
 	var (
 		res any
 		err error
 	)
-	if _, ok := caps.Extensions[task.ExtensionID]; !ok {
+	if !declaresTasksRaw(m.Params.Meta[metaClientCapabilities]) {
 		err = missingTasksCapability(m.Method)
 	} else {
 		extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
@@ -79,6 +77,55 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 	}
 	writeJSON(w, http.StatusOK, m.ID, "result", res)
 	return true
+}
+
+// serveCreate answers a tools/call that creates a task without go-sdk, on
+// the same terms as serveTaskMethod. It takes only calls that the
+// middleware would turn into a task at once: a task-capable tool, a client
+// that declares the extension, a mode that says task, no Prepare step and
+// no MRTR fields. Everything else (sync calls, MRTR rounds, -32021, unknown
+// tools) goes through go-sdk.
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message) bool {
+	t := s.tools[m.Params.Name]
+	if s.opts.DisableFastPath || t == nil || t.opts.Prepare != nil ||
+		m.Params.InputResponses != nil || m.Params.RequestState != nil ||
+		!s.fastEligible(r, m) || r.Header.Get("Mcp-Name") != m.Params.Name {
+		return false
+	}
+	caps := m.Params.Meta[metaClientCapabilities]
+	if !declaresTasksRaw(caps) {
+		return false
+	}
+	args := m.Params.Arguments
+	if t.mode(r.Context(), args) == TaskNever {
+		return false
+	}
+	if err := t.validate(args); err != nil {
+		writeJSON(w, http.StatusBadRequest, m.ID, "error", err)
+		return true
+	}
+	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra))
+	if err != nil {
+		writeJSON(w, http.StatusOK, m.ID, "error", err)
+		return true
+	}
+	res.ResultBase = s.resultBase()
+	writeJSON(w, http.StatusOK, m.ID, "result", res)
+	return true
+}
+
+// declaresTasksRaw reports whether raw clientCapabilities declare the
+// Tasks extension.
+func declaresTasksRaw(caps json.RawMessage) bool {
+	var c struct {
+		Extensions map[string]json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(caps, &c) != nil {
+		return false
+	}
+	_, ok := c.Extensions[task.ExtensionID]
+	return ok
 }
 
 // taskMethod runs one tasks/* method for principal.

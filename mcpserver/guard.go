@@ -61,6 +61,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 		case "tools/call", "resources/read", "prompts/get":
+			if msg.Method == "tools/call" && s.serveCreate(w, r, &msg) {
+				return
+			}
 			// go-sdk compares this header with the body without decoding
 			// the =?base64?…?= form; hand it the decoded value.
 			if raw := r.Header.Get("Mcp-Name"); strings.HasPrefix(strings.TrimSpace(raw), base64Prefix) {

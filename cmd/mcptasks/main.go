@@ -35,6 +35,7 @@ reply and survive a restart of the server.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newServeCmd(), newWorkerCmd())
+	root.AddCommand(newServeCmd(), newWorkerCmd(), newBenchCmd(),
+		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd())
 	return root
 }
