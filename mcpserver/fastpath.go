@@ -18,9 +18,9 @@ import (
 // message is the part of a JSON-RPC request that the guard and the fast
 // path read.
 type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
+	JSONRPC string
+	ID      json.RawMessage
+	Method  string
 	Params  struct {
 		Meta           map[string]json.RawMessage `json:"_meta"`
 		TaskID         json.RawMessage            `json:"taskId"`
@@ -30,6 +30,33 @@ type message struct {
 		Arguments    json.RawMessage `json:"arguments"`
 		RequestState json.RawMessage `json:"requestState"`
 	} `json:"params"`
+}
+
+// parse decodes a body that is valid JSON and not a batch. It returns what
+// makes it an invalid JSON-RPC message, if anything. Params of the wrong
+// shape are left empty, for go-sdk to report.
+func (m *message) parse(body []byte) (invalid string) {
+	// A map, not a struct: member names are case-sensitive in JSON-RPC,
+	// and encoding/json matches struct fields case-insensitively.
+	var env map[string]json.RawMessage
+	if json.Unmarshal(body, &env) != nil {
+		return "the body must be a JSON-RPC message object"
+	}
+	if json.Unmarshal(env["jsonrpc"], &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
+		return `jsonrpc must be "2.0"`
+	}
+	m.ID = env["id"]
+	method, hasMethod := env["method"]
+	switch {
+	case string(m.ID) == "null":
+		return "id must not be null"
+	case !hasMethod:
+		return "method is required" // a response or junk: clients send requests
+	case json.Unmarshal(method, &m.Method) != nil:
+		return "method must be a string"
+	}
+	_ = json.Unmarshal(env["params"], &m.Params)
+	return ""
 }
 
 // The per-request _meta keys of MCP 2026-07-28.

@@ -41,11 +41,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: batches are not supported; send one message per POST")
 			return
 		}
-		if json.Unmarshal(body, &msg) != nil {
-			msg = message{} // wrong field types: go-sdk answers
-		}
-		if string(msg.ID) == "null" {
-			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: id must not be null")
+		if err := msg.parse(body); err != "" {
+			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: "+err)
 			return
 		}
 		switch msg.Method {
@@ -72,8 +69,57 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				}
 			}
 		}
+		if msg.ID != nil {
+			// go-sdk answers some bad requests with a plain-text 400; a
+			// client must get a JSON-RPC error body on every 400.
+			pw := &plainErrorWriter{ResponseWriter: w}
+			next.ServeHTTP(pw, r)
+			pw.finish(msg.ID)
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// plainErrorWriter holds back a plain-text 400 so that it can be sent as a
+// JSON-RPC error instead; everything else passes through.
+type plainErrorWriter struct {
+	http.ResponseWriter
+	held bool
+	text bytes.Buffer
+}
+
+func (p *plainErrorWriter) WriteHeader(code int) {
+	if code == http.StatusBadRequest && strings.HasPrefix(p.Header().Get("Content-Type"), "text/plain") {
+		p.held = true
+		return
+	}
+	p.ResponseWriter.WriteHeader(code)
+}
+
+func (p *plainErrorWriter) Write(b []byte) (int, error) {
+	if p.held {
+		return p.text.Write(b)
+	}
+	return p.ResponseWriter.Write(b)
+}
+
+// Flush lets go-sdk stream SSE through the wrapper.
+func (p *plainErrorWriter) Flush() {
+	if f, ok := p.ResponseWriter.(http.Flusher); ok && !p.held {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (p *plainErrorWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+
+func (p *plainErrorWriter) finish(id json.RawMessage) {
+	if !p.held {
+		return
+	}
+	p.Header().Del("X-Content-Type-Options")
+	writeError(p.ResponseWriter, http.StatusBadRequest, id, -32600, "Invalid request: "+strings.TrimSpace(p.text.String()))
 }
 
 // The markers of a header value in the base64 form.
