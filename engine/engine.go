@@ -67,11 +67,16 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives the engine's logs (discarded if nil).
 	Logger *slog.Logger
+	// Observer, if set, receives the engine's store calls and task flow,
+	// for metrics.
+	Observer Observer
 }
 
 // Engine creates and runs tasks on a [store.Store].
 type Engine struct {
-	st    store.Store
+	st    store.Store // the store, observed if Options.Observer is set
+	raw   store.Store // the store as given, for its optional interfaces
+	obs   Observer
 	opts  Options
 	log   *slog.Logger
 	tools map[string]*Tool
@@ -94,7 +99,7 @@ type Engine struct {
 // New returns an Engine on st that runs the given tools. It does not start
 // any worker: call [Engine.Start] on processes that run tools.
 func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
-	e := &Engine{st: st, tools: map[string]*Tool{}, running: map[string]*execution{}}
+	e := &Engine{st: st, raw: st, obs: nopObserver{}, tools: map[string]*Tool{}, running: map[string]*execution{}}
 	if opts != nil {
 		e.opts = *opts
 	}
@@ -113,6 +118,10 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 		var b [6]byte
 		_, _ = rand.Read(b[:])
 		o.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if o.Observer != nil {
+		e.obs = o.Observer
+		e.st = observed{st: st, obs: o.Observer}
 	}
 	e.log = o.Logger
 	if e.log == nil {

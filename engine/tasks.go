@@ -46,6 +46,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	if err := e.st.Create(ctx, r); err != nil {
 		return nil, fmt.Errorf("engine: create task: %w", err)
 	}
+	e.obs.TaskCreated(p.Tool)
 	e.signal()
 	return r, nil
 }

@@ -44,7 +44,7 @@ func (e *Engine) Start(ctx context.Context) {
 		}
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
-		if l, ok := e.st.(store.Listener); ok {
+		if l, ok := e.raw.(store.Listener); ok {
 			e.loops.Add(1)
 			go func() { defer e.loops.Done(); e.listenLoop(ctx, l) }()
 		}
@@ -94,6 +94,7 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("engine: claim: %w", err)
 	}
 	for _, c := range claimed {
+		e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
 		e.handlers.Add(1)
 		go func() {
 			defer e.handlers.Done()
@@ -136,6 +137,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 			log.Warn("finish task", "status", p.Status, "err", err)
 			return
 		}
+		e.obs.TaskFinished(c.Tool, p.Status)
 		log.Info("task finished", "status", p.Status)
 	}
 	switch {

@@ -187,3 +187,16 @@ type Event struct {
 type Pinger interface {
 	Ping(ctx context.Context) error
 }
+
+// Counter is implemented by stores that can count their live tasks cheaply
+// (from an index); metrics use it.
+type Counter interface {
+	CountActive(ctx context.Context, now time.Time) (ActiveCounts, error)
+}
+
+// ActiveCounts counts the tasks that are not terminal.
+type ActiveCounts struct {
+	Working       int // working, including queued ones
+	InputRequired int // waiting for input
+	Queued        int // not held by any worker (new, released or lease expired)
+}

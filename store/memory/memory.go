@@ -172,3 +172,24 @@ func (s *Store) DeleteExpired(_ context.Context, now time.Time, limit int) (int,
 
 // Close implements [store.Store]. It is a no-op.
 func (s *Store) Close() error { return nil }
+
+// CountActive implements [store.Counter].
+func (s *Store) CountActive(_ context.Context, now time.Time) (store.ActiveCounts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var c store.ActiveCounts
+	for _, r := range s.tasks {
+		if r.Status.Terminal() || r.Expired(now) {
+			continue
+		}
+		if r.Status == task.InputRequired {
+			c.InputRequired++
+		} else {
+			c.Working++
+		}
+		if r.LeaseExpiresAt.IsZero() || !now.Before(r.LeaseExpiresAt) {
+			c.Queued++
+		}
+	}
+	return c, nil
+}

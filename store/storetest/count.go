@@ -1,0 +1,43 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// testCount checks CountActive, for stores that implement store.Counter:
+// only live tasks count, and queued ones are those no worker holds.
+func testCount(t *testing.T, f factory) {
+	s := f.open(t)
+	c, ok := s.(store.Counter)
+	if !ok {
+		t.Skip("the store does not implement store.Counter")
+	}
+	// Each task is created just before it is claimed, so that it is the
+	// only claimable one.
+	create(t, s, newTask("asks"))
+	requestInput(t, s, claim(t, s, "w1", at(time.Second)), at(time.Second), raws("a", reqA))
+	create(t, s, newTask("done"))
+	done := claim(t, s, "w1", at(time.Second))
+	if err := s.Finish(context.Background(), store.FinishParams{FenceParams: fence(done, at(2*time.Second)), Status: task.Completed, Result: []byte(`{}`)}); err != nil {
+		t.Fatalf("Finish: %v", err)
+	}
+	create(t, s, newTask("held"))
+	claim(t, s, "w1", at(time.Second))
+	expired := newTask("expired")
+	expired.TTL = time.Second
+	create(t, s, expired, newTask("queued"))
+	// At 3 s: expired's TTL is over; asks and held hold leases.
+	got, err := c.CountActive(context.Background(), at(3*time.Second))
+	if err != nil {
+		t.Fatalf("CountActive: %v", err)
+	}
+	want := store.ActiveCounts{Working: 2, InputRequired: 1, Queued: 1}
+	if got != want {
+		t.Errorf("CountActive = %+v, want %+v", got, want)
+	}
+}
