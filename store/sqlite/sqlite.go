@@ -60,9 +60,9 @@ type Store struct {
 	r   *sql.DB   // read-only connections
 	get *sql.Stmt // getSQL on r, prepared once per connection
 
-	creates   chan createReq // to commitLoop
-	stop      chan struct{}  // closed by Close
-	stopped   chan struct{}  // closed when commitLoop has returned
+	writes    chan write    // to commitLoop
+	stop      chan struct{} // closed by Close
+	stopped   chan struct{} // closed when commitLoop has returned
 	closeOnce sync.Once
 }
 
@@ -120,7 +120,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{w: w, r: r, get: get, creates: make(chan createReq), stop: make(chan struct{}), stopped: make(chan struct{})}
+	s := &Store{w: w, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
 	go s.commitLoop()
 	return s, nil
 }

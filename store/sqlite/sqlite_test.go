@@ -305,6 +305,7 @@ func BenchmarkCreate(b *testing.B) {
 	s := openTemp(b)
 	defer s.Close()
 	var next atomic.Uint64
+	b.SetParallelism(8) // 8 goroutines per CPU: concurrent creates share commits
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -17,13 +18,17 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	if limit <= 0 {
 		limit = -1 // no limit
 	}
-	res, err := s.w.ExecContext(ctx, deleteExpiredSQL, now.UnixMilli(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("sqlite: delete expired: %w", err)
-	}
-	return int(n), nil
+	var n int64
+	err := s.inTx(ctx, "delete expired", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, deleteExpiredSQL, now.UnixMilli(), limit)
+		if err != nil {
+			return fmt.Errorf("sqlite: delete expired: %w", err)
+		}
+		n, err = res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("sqlite: delete expired: %w", err)
+		}
+		return nil
+	})
+	return int(n), err
 }

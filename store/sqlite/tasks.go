@@ -23,25 +23,6 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	return r, nil
 }
 
-// inTx runs fn in a write transaction on the write connection (BEGIN
-// IMMEDIATE, so it holds the write lock from the start) and commits if fn
-// returns nil. Errors of the database are wrapped with op; fn's own errors
-// are returned as they are.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: %s: begin: %w", op, err)
-	}
-	if err := fn(tx); err != nil {
-		_ = tx.Rollback()
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: %s: commit: %w", op, err)
-	}
-	return nil
-}
-
 // modify loads the task with the id in a write transaction and runs fn on
 // it; if fn reports a change, the task is written back before the commit.
 // It returns the task as fn left it, or ErrNotFound.

@@ -1,0 +1,122 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// maxGroup bounds how many writes share one transaction.
+const maxGroup = 256
+
+// errClosed is returned by writes on a closed store.
+var errClosed = errors.New("sqlite: store is closed")
+
+// write is one write waiting for its group's commit.
+type write struct {
+	op   string
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// inTx runs fn in a write transaction and returns once that transaction is
+// committed (durable) or has failed. Writes are group-committed: the writes
+// that arrive while one transaction commits share the next one, each in a
+// savepoint of its own, so that a write that fails is undone alone, and
+// all of them share one fsync. Errors of the database are wrapped with op;
+// fn's own errors are returned as they are.
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	w := write{op: op, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- w:
+	case <-s.stop:
+		return errClosed
+	case <-ctx.Done():
+		return fmt.Errorf("sqlite: %s: %w", op, ctx.Err())
+	}
+	// Once queued, the outcome is waited for even if ctx ends: returning
+	// early would leave the caller unsure whether the write happened.
+	return <-w.done
+}
+
+// commitLoop commits queued writes in groups until the store closes.
+func (s *Store) commitLoop() {
+	defer close(s.stopped)
+	for {
+		var group []write
+		select {
+		case <-s.stop:
+			return
+		case w := <-s.writes:
+			group = append(group, w)
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case w := <-s.writes:
+				group = append(group, w)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+// commitGroup runs the group's writes in one transaction on the write
+// connection (BEGIN IMMEDIATE: it holds the write lock from the start).
+func (s *Store) commitGroup(group []write) {
+	errs := make([]error, len(group))
+	fail := func(err error) {
+		for i, w := range group {
+			if errs[i] == nil {
+				errs[i] = fmt.Errorf("sqlite: %s: %w", w.op, err)
+			}
+		}
+	}
+	ctx := context.Background()
+	if tx, err := s.w.BeginTx(ctx, nil); err != nil {
+		fail(fmt.Errorf("begin: %w", err))
+	} else {
+		for i, w := range group {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				errs[i] = fmt.Errorf("sqlite: %s: savepoint: %w", w.op, err)
+				continue
+			}
+			if errs[i] = w.fn(tx); errs[i] != nil {
+				_, _ = tx.ExecContext(ctx, "ROLLBACK TO w")
+			}
+			_, _ = tx.ExecContext(ctx, "RELEASE w")
+		}
+		if err := tx.Commit(); err != nil {
+			fail(fmt.Errorf("commit: %w", err))
+		}
+	}
+	for i, w := range group {
+		w.done <- errs[i]
+	}
+}
+
+// Create implements [store.Store]. It returns once the task is durable.
+func (s *Store) Create(ctx context.Context, r *task.Record) error {
+	vals, err := recordValues(r)
+	if err != nil {
+		return fmt.Errorf("sqlite: create task: %w", err)
+	}
+	return s.inTx(ctx, "create task", func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, insertSQL, vals...)
+		if err != nil {
+			return fmt.Errorf("sqlite: create task: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("sqlite: create task: %w", err)
+		} else if n == 0 {
+			return store.ErrExists
+		}
+		return nil
+	})
+}
