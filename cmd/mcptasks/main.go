@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,10 +18,20 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCmd().ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "mcptasks:", err)
-		os.Exit(2)
+	err := newRootCmd().ExecuteContext(ctx)
+	if err == nil {
+		return
 	}
+	code := exitUsage // flag and configuration errors
+	var ec interface{ ExitCode() int }
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	if msg := err.Error(); msg != "" {
+		fmt.Fprintln(os.Stderr, "mcptasks:", msg)
+	}
+	stop()
+	os.Exit(code)
 }
 
 func newRootCmd() *cobra.Command {

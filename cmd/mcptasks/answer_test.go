@@ -1,0 +1,48 @@
+package main
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mcptasks/mcptasks/internal/term"
+)
+
+func TestFormContent(t *testing.T) {
+	t.Parallel()
+	form, err := term.ParseSchema(json.RawMessage(`{"type":"object","properties":{
+		"overwrite":{"type":"boolean"},
+		"rows":{"type":"integer","default":10},
+		"name":{"type":"string"}},"required":["overwrite"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		pairs []string
+		want  map[string]any
+		err   string
+	}{
+		{name: "Boolean", pairs: []string{"overwrite=y"}, want: map[string]any{"overwrite": true, "rows": int64(10)}},
+		{name: "AllFields", pairs: []string{"overwrite=false", "rows=3", "name=123"}, want: map[string]any{"overwrite": false, "rows": int64(3), "name": "123"}},
+		{name: "MissingRequired", pairs: []string{"rows=3"}, err: "missing required field overwrite"},
+		{name: "UnknownField", pairs: []string{"overwrite=y", "color=red"}, err: `no field "color"; the form has: overwrite, rows, name`},
+		{name: "BadValue", pairs: []string{"overwrite=perhaps"}, err: "answer y or n"},
+		{name: "NotAPair", pairs: []string{"overwrite"}, err: "want field=value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := formContent(form, tc.pairs)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("formContent = %v, %v; want an error with %q", got, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("formContent = %#v, %v; want %#v", got, err, tc.want)
+			}
+		})
+	}
+}

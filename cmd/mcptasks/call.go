@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcptasks/mcptasks/client"
+)
+
+type callFlags struct {
+	clientFlags
+	args   string
+	json   bool
+	detach bool
+}
+
+func newCallCmd() *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "call URL TOOL [key=value ...]",
+		Short: "Call a tool; follow its task to the end, with live status and prompts",
+		Long: `call sends tools/call to the MCP endpoint URL. If the server makes the call
+a task, the task is written to the local journal first (see "mcptasks tasks"),
+then followed to its end, and its result printed.
+
+Arguments are key=value pairs set over the JSON object of --args. A value that
+parses as JSON is that JSON (rows=5 is a number, force=true a boolean,
+tags='["a","b"]' an array); anything else is a string (name=Ada). Quote a
+JSON string to keep digits a string: id='"007"'.
+
+On a terminal (stdout is one), a status line shows the task's status and
+status message, questions of the server (elicitation forms) are asked one
+field at a time, and Ctrl-C asks whether to detach (the task keeps running;
+"mcptasks wait ID" comes back to it), cancel the task, or keep waiting.
+
+Otherwise (or with --json), stdout gets JSON lines: {"type":"status",...} for
+each status change, {"type":"result",...} at the end (status completed with
+result, or failed with error, or cancelled), {"type":"detached",...} when the
+command stops before the end, and {"type":"input_required",...} with the
+inputRequests when the task asks for input and stdin is not a terminal: the
+command then exits 7; answer with "mcptasks answer" and follow the task with
+"mcptasks wait".
+
+` + exitCodesHelp(),
+		Example: `  mcptasks call http://127.0.0.1:8080/mcp export_report rows=5
+  mcptasks call http://127.0.0.1:8080/mcp slow_compute --args '{"seconds": 30}' label=nightly
+  mcptasks call --detach http://127.0.0.1:8080/mcp slow_compute seconds=600`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return runCall(cmd.Context(), &f, args, osStreams())
+		}),
+	}
+	fl := cmd.Flags()
+	f.register(fl, false)
+	fl.StringVar(&f.args, "args", "", "tool arguments as a JSON `object`; key=value arguments are set over it")
+	fl.BoolVar(&f.json, "json", false, "print JSON lines even when stdout is a terminal")
+	fl.BoolVar(&f.detach, "detach", false, "start the call and exit 6 once it is a task, printing its id, without waiting for the end")
+	return withUsageHint(cmd)
+}
+
+func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error {
+	endpoint, tool := args[0], args[1]
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError("URL %q: want the server's MCP endpoint, like http://127.0.0.1:8080/mcp", endpoint)
+	}
+	arguments, err := parseArguments(f.args, args[2:])
+	if err != nil {
+		return usageError("%v", err)
+	}
+	j, err := f.openJournal()
+	if err != nil {
+		return err
+	}
+	human := s.outTTY && !f.json
+	con := newConsole(ctx, s, human)
+	defer con.close()
+	out := newOutput(s, human)
+	defer out.close()
+	var input client.InputHandler
+	if con.prompter != nil {
+		input = con.mrtrHandler(out)
+	}
+	c := f.newClient(endpoint, j, input)
+
+	out.calling(tool)
+	callCtx, cancel := context.WithCancel(con.ctx)
+	stopWatch := con.watchInterrupt(cancel)
+	res, err := c.CallTool(callCtx, tool, arguments)
+	hit := stopWatch()
+	cancel()
+	if res == nil || res.Task == nil {
+		var ire *client.InputRequiredError
+		switch {
+		case err == nil:
+			return out.result(nil, res.Result, nil)
+		case hit || interrupted(err) || con.ctx.Err() != nil:
+			return &exitError{code: exitTaskCancelled, err: errors.New("interrupted before the call became a task")}
+		case errors.As(err, &ire):
+			out.inputRequired(nil, ire.Requests, "mcptasks: the server asks for input before it starts the call, and stdin is not a terminal; run the call on a terminal\n")
+			return exitWith(exitInputRequired)
+		}
+		return err
+	}
+	t := res.Task
+	journaled := err == nil
+	if err != nil {
+		out.warn("%v; the task runs anyway", err)
+	}
+	fw := &follower{
+		t: t, out: out, con: con, answered: map[string]bool{},
+		waitHint:    f.hint("wait", t.ID, endpoint, journaled),
+		answerExtra: f.flagsHint(endpoint, journaled),
+	}
+	if f.detach {
+		out.status(t, t.Last())
+		return out.detached(t, fw.waitHint)
+	}
+	return fw.run()
+}
+
+// hint is the command line of the client command cmd on task id.
+func (f *clientFlags) hint(cmd, id, endpoint string, journaled bool) string {
+	return "mcptasks " + cmd + f.flagsHint(endpoint, journaled) + " " + idArg(id)
+}
+
+// flagsHint are the flags a later command needs to find the task again:
+// --journal if it was given, --url if the journal lacks the task.
+func (f *clientFlags) flagsHint(endpoint string, journaled bool) string {
+	s := ""
+	if f.journal != "" {
+		s += " --journal " + shellQuote(f.journal)
+	}
+	if !journaled || f.url != "" {
+		s += " --url " + shellQuote(endpoint)
+	}
+	return s
+}
+
+// idArg is a task id as a command-line argument: after "--" if it starts
+// with a dash (ids are base64url), so that it is not taken for a flag.
+func idArg(id string) string {
+	if strings.HasPrefix(id, "-") {
+		return "-- " + id
+	}
+	return id
+}

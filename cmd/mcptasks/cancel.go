@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+)
+
+type cancelFlags struct {
+	clientFlags
+	json bool
+}
+
+func newCancelCmd() *cobra.Command {
+	var f cancelFlags
+	cmd := &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Ask the server to cancel a task (tasks/cancel)",
+		Long: `cancel sends tasks/cancel for the task, then one tasks/get to show where it
+stands. Cancellation is cooperative: the task may still complete or fail;
+"mcptasks wait ID" shows how it ended (exit 5 if cancelled).
+
+When stdout is not a terminal (or with --json), it prints one JSON object:
+{"type":"cancel_requested","taskId":...,"status":...}.
+
+` + exitCodesHelp(exitOK, exitUsage, exitTransport),
+		Args: cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return runCancel(cmd.Context(), &f, args[0], osStreams())
+		}),
+	}
+	fl := cmd.Flags()
+	f.register(fl, true)
+	fl.BoolVar(&f.json, "json", false, "print JSON even when stdout is a terminal")
+	return withUsageHint(cmd)
+}
+
+func runCancel(ctx context.Context, f *cancelFlags, id string, s *streams) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
+	defer cancel()
+	j, err := f.openJournal()
+	if err != nil {
+		return err
+	}
+	endpoint, entry, err := f.locate(ctx, j, id)
+	if err != nil {
+		return err
+	}
+	t := taskOf(f.newClient(endpoint, j, nil), id, entry)
+	if err := t.Cancel(ctx); err != nil {
+		return explainTaskError(t.ID, err)
+	}
+	st, err := t.Get(ctx)
+	if err != nil {
+		return explainTaskError(t.ID, err)
+	}
+	if !s.outTTY || f.json {
+		b, _ := json.Marshal(event{Type: "cancel_requested", TaskID: t.ID, ServerURL: t.ServerURL, Tool: t.Tool, Status: st.Status, StatusMessage: st.StatusMessage})
+		fmt.Fprintf(s.out, "%s\n", b)
+		return nil
+	}
+	fmt.Fprintf(s.out, "Cancellation requested; task %s is %s.\n", t.ID, st.Status)
+	if !st.Terminal() {
+		fmt.Fprintf(s.out, "See how it ends with: %s\n", f.hint("wait", t.ID, endpoint, entry != nil))
+	}
+	return nil
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cliTimeout bounds one run of a client command in the tests.
+const cliTimeout = 60 * time.Second
+
+// cliServer starts "mcptasks serve" on a fresh SQLite file with the demo
+// tools paced by step, and returns its MCP endpoint.
+//
+// The end-to-end tests of the client commands do not run in parallel with
+// each other: each starts a -race server, and the machine has two cores.
+// Their subtests share one server and run in parallel.
+func cliServer(t *testing.T, step string) *proc {
+	t.Helper()
+	return start(t, freeAddr(t), "--store", "sqlite:"+filepath.Join(t.TempDir(), "tasks.db"), "--demo-step", step)
+}
+
+// cliEnv is the environment of a client command: the test's journal, and
+// no token from the test's own environment.
+func cliEnv(journal string) []string {
+	return append(os.Environ(), envJournal+"="+journal, envToken+"=")
+}
+
+// cliRun runs "mcptasks ARGS" without a terminal (stdin is /dev/null,
+// stdout a pipe) and returns its stdout, stderr and exit code.
+func cliRun(t *testing.T, journal string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = cliEnv(journal)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee) && ee.Exited():
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("mcptasks %s: %v\nstderr:\n%s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), errb.String(), code
+}
+
+// cliMust is cliRun that fails the test unless the exit code is want.
+func cliMust(t *testing.T, want int, journal string, args ...string) string {
+	t.Helper()
+	out, errOut, code := cliRun(t, journal, args...)
+	if code != want {
+		t.Fatalf("mcptasks %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, want, out, errOut)
+	}
+	return out
+}
+
+// cliEvents decodes JSON lines.
+func cliEvents(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var evs []map[string]any
+	for line := range strings.Lines(out) {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("not a JSON line: %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	if len(evs) == 0 {
+		t.Fatalf("no JSON lines in %q", out)
+	}
+	return evs
+}
+
+// resultText is the text of the first content item of a result event.
+func resultText(ev map[string]any) string {
+	r, _ := ev["result"].(map[string]any)
+	content, _ := r["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	c, _ := content[0].(map[string]any)
+	s, _ := c["text"].(string)
+	return s
+}
+
+func TestCLI_Call(t *testing.T) {
+	p := cliServer(t, "200ms")
+	for _, tc := range []struct {
+		name     string
+		args     []string
+		code     int
+		task     bool   // whether the call became a task
+		status   string // of the last event
+		text     string // of the result
+		isError  bool
+		errCode  float64
+		stderrOK string
+	}{
+		{name: "SlowCompute", args: []string{"slow_compute", "seconds=1", "label=x"}, task: true, status: "completed", text: `Computed "x" in 1s`},
+		{name: "ArgsMerged", args: []string{"slow_compute", "--args", `{"seconds": 0.2, "label": "a"}`, "label=b"}, task: true, status: "completed", text: `Computed "b" in 200ms`},
+		{name: "Immediate", args: []string{"greet", "name=Bob"}, status: "completed", text: "Hello, Bob!"},
+		{name: "ToolError", args: []string{"failing_job"}, code: exitToolError, task: true, status: "completed", text: "the job failed, as it always does", isError: true},
+		{name: "TaskFailed", args: []string{"protocol_error_job"}, code: exitTaskFailed, task: true, status: "failed", errCode: -32603, stderrOK: "failed: internal error while running the job"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			journal := filepath.Join(t.TempDir(), "journal.json")
+			out, errOut, code := cliRun(t, journal, append([]string{"call", p.url}, tc.args...)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, out, errOut)
+			}
+			evs := cliEvents(t, out)
+			last := evs[len(evs)-1]
+			if last["type"] != "result" || last["status"] != tc.status {
+				t.Errorf("last line %v, want a result with status %s", last, tc.status)
+			}
+			if got := resultText(last); got != tc.text {
+				t.Errorf("result text %q, want %q", got, tc.text)
+			}
+			if r, _ := last["result"].(map[string]any); tc.isError != (r["isError"] == true) {
+				t.Errorf("result isError %v, want %v", r["isError"], tc.isError)
+			}
+			if e, _ := last["error"].(map[string]any); tc.errCode != 0 && e["code"] != tc.errCode {
+				t.Errorf("error %v, want code %v", last["error"], tc.errCode)
+			}
+			if !strings.Contains(errOut, tc.stderrOK) {
+				t.Errorf("stderr %q lacks %q", errOut, tc.stderrOK)
+			}
+			if !tc.task {
+				if len(evs) != 1 || last["taskId"] != nil {
+					t.Errorf("an immediate result: want one line without taskId, got %v", evs)
+				}
+				return
+			}
+			// Each status change is one line of the same task, starting
+			// with working.
+			id, _ := evs[0]["taskId"].(string)
+			if evs[0]["type"] != "status" || evs[0]["status"] != "working" || id == "" {
+				t.Errorf("first line %v, want the working status of a task", evs[0])
+			}
+			for i, ev := range evs {
+				if ev["taskId"] != id || ev["serverUrl"] != p.url {
+					t.Errorf("line %d: %v, want task %s on %s", i, ev, id, p.url)
+				}
+				if i > 0 && ev["type"] == "status" && ev["status"] == evs[i-1]["status"] && ev["statusMessage"] == evs[i-1]["statusMessage"] {
+					t.Errorf("line %d repeats the status of line %d: %v", i, i-1, ev)
+				}
+			}
+		})
+	}
+}
+
+func TestCLI_Errors(t *testing.T) {
+	p := cliServer(t, "200ms")
+	unreachable := "http://" + freeAddr(t) + "/mcp"
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"NoArgs", []string{"call"}, exitUsage, "requires at least 2 arg(s)"},
+		{"NoTool", []string{"call", p.url}, exitUsage, "requires at least 2 arg(s)"},
+		{"NotAURL", []string{"call", "localhost:8080", "greet"}, exitUsage, "want the server's MCP endpoint"},
+		{"NotKeyValue", []string{"call", p.url, "greet", "Bob"}, exitUsage, `argument "Bob": want key=value`},
+		{"ArgsNotObject", []string{"call", p.url, "greet", "--args", "[1]"}, exitUsage, "--args: want a JSON object"},
+		{"UnknownFlag", []string{"call", "--bogus", p.url, "greet"}, exitUsage, "unknown flag: --bogus"},
+		{"NotInJournal", []string{"wait", "no-such-task"}, exitUsage, "not in the journal"},
+		{"AnswerBothActions", []string{"answer", "x", "--decline", "--cancel"}, exitUsage, "exclude each other"},
+		{"Unreachable", []string{"call", unreachable, "greet"}, exitTransport, "connection refused"},
+		{"UnknownTool", []string{"call", p.url, "no_such_tool"}, exitTransport, "-32602"},
+		{"UnknownTaskOnServer", []string{"get", "--url", p.url, "no-such-task"}, exitTransport, "-32602"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			journal := filepath.Join(t.TempDir(), "journal.json")
+			out, errOut, code := cliRun(t, journal, tc.args...)
+			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q\nstdout: %s", code, errOut, tc.code, tc.stderr, out)
+			}
+			if tc.code == exitUsage && !strings.Contains(errOut, "--help") {
+				t.Errorf("usage error without a hint: %q", errOut)
+			}
+		})
+	}
+}
+
+// TestCLI_CallSurvivesSIGKILL kills "mcptasks call" with SIGKILL once the
+// task exists; the journal still lists the task, and "mcptasks wait"
+// brings back its result.
+func TestCLI_CallSurvivesSIGKILL(t *testing.T) {
+	p := cliServer(t, "200ms")
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	cmd, _, id := cliStartTask(t, journal, "call", p.url, "slow_compute", "seconds=2", "label=killed")
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil {
+		t.Fatal("call exited 0 after SIGKILL")
+	}
+
+	var entries []map[string]any
+	if err := json.Unmarshal([]byte(cliMust(t, exitOK, journal, "tasks", "--json")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0]["taskId"] != id || entries[0]["serverUrl"] != p.url || entries[0]["tool"] != "slow_compute" {
+		t.Fatalf("tasks --json after SIGKILL: %v, want task %s", entries, id)
+	}
+	if table := cliMust(t, exitOK, journal, "tasks"); !strings.Contains(table, id) {
+		t.Errorf("tasks:\n%s\nlacks %s", table, id)
+	}
+
+	evs := cliEvents(t, cliMust(t, exitOK, journal, "wait", "--", id))
+	last := evs[len(evs)-1]
+	if last["type"] != "result" || resultText(last) != `Computed "killed" in 2s` {
+		t.Errorf("wait: last line %v", last)
+	}
+	// The journal saw the end.
+	_ = json.Unmarshal([]byte(cliMust(t, exitOK, journal, "tasks", "--json")), &entries)
+	if entries[0]["status"] != "completed" {
+		t.Errorf("journal status after wait: %v", entries[0]["status"])
+	}
+}
+
+// cliStartTask starts "mcptasks ARGS" without a terminal, reads its first
+// JSON line and returns the process, the rest of its stdout and the id of
+// its task.
+func cliStartTask(t *testing.T, journal string, args ...string) (*exec.Cmd, *bufio.Reader, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), cliTimeout)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = cliEnv(journal)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("first line of %s: %q, %v", args[0], line, err)
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(line), &first); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := first["taskId"].(string)
+	if id == "" {
+		t.Fatalf("first line %s has no taskId", line)
+	}
+	return cmd, r, id
+}
+
+// TestCLI_InterruptDetaches sends SIGINT to a "call" without a terminal:
+// it detaches (exit 6), and the task keeps running.
+func TestCLI_InterruptDetaches(t *testing.T) {
+	p := cliServer(t, "200ms")
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	cmd, rest, id := cliStartTask(t, journal, "call", p.url, "slow_compute", "seconds=60")
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(rest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); cmd.ProcessState.ExitCode() != exitDetached {
+		t.Fatalf("call after SIGINT: %v, want exit %d\n%s", err, exitDetached, out)
+	}
+	evs := cliEvents(t, string(out))
+	if last := evs[len(evs)-1]; last["type"] != "detached" || last["taskId"] != id {
+		t.Errorf("last line %v, want detached", last)
+	}
+	if got := (&rpc{url: p.url, tasks: true}).get(t, id); got["status"] != "working" {
+		t.Errorf("the task is %v after the detach, want working", got["status"])
+	}
+}
+
+// TestCLI_AnswerAndWait answers questions without a terminal: call stops
+// with exit 7 and prints the request, answer sends the answer, and wait
+// brings back the result.
+func TestCLI_AnswerAndWait(t *testing.T) {
+	p := cliServer(t, "200ms")
+	t.Run("OneQuestion", func(t *testing.T) {
+		t.Parallel()
+		journal := filepath.Join(t.TempDir(), "journal.json")
+		out, errOut, code := cliRun(t, journal, "call", p.url, "confirm_delete", "filename=a.txt")
+		if code != exitInputRequired {
+			t.Fatalf("call: exit %d, want %d\n%s\n%s", code, exitInputRequired, out, errOut)
+		}
+		evs := cliEvents(t, out)
+		last := evs[len(evs)-1]
+		id, _ := last["taskId"].(string)
+		reqs, _ := last["inputRequests"].(map[string]any)
+		if last["type"] != "input_required" || reqs["confirm-delete"] == nil {
+			t.Fatalf("last line %v, want input_required with confirm-delete", last)
+		}
+		if want := "mcptasks answer " + idArg(id) + " confirm=<boolean>"; !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks the hint %q", errOut, want)
+		}
+
+		var got map[string]any
+		if err := json.Unmarshal([]byte(cliMust(t, exitOK, journal, "get", "--", id)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["status"] != "input_required" || got["tool"] != "confirm_delete" || got["inputRequests"] == nil {
+			t.Errorf("get: %v", got)
+		}
+
+		if _, errOut, code := cliRun(t, journal, "answer", "--", id, "confirm=perhaps"); code != exitUsage || !strings.Contains(errOut, "answer y or n") {
+			t.Errorf("answer with a bad value: exit %d, %q", code, errOut)
+		}
+		if _, errOut, code := cliRun(t, journal, "answer", "--", id); code != exitUsage || !strings.Contains(errOut, "missing required field confirm") {
+			t.Errorf("answer without the required field: exit %d, %q", code, errOut)
+		}
+		out = cliMust(t, exitOK, journal, "answer", "--", id, "confirm=yes")
+		if ev := cliEvents(t, out)[0]; ev["type"] != "answered" || ev["taskId"] != id {
+			t.Errorf("answer printed %v", ev)
+		}
+
+		evs = cliEvents(t, cliMust(t, exitOK, journal, "wait", "--", id))
+		if last := evs[len(evs)-1]; resultText(last) != "Deleted a.txt" {
+			t.Errorf("wait: %v", last)
+		}
+		if err := json.Unmarshal([]byte(cliMust(t, exitOK, journal, "get", "--", id)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got["status"] != "completed" || !strings.Contains(fmt.Sprint(got["result"]), "Deleted a.txt") {
+			t.Errorf("get after the end: %v", got)
+		}
+	})
+	t.Run("TwoQuestions", func(t *testing.T) {
+		t.Parallel()
+		journal := filepath.Join(t.TempDir(), "journal.json")
+		out := cliMust(t, exitInputRequired, journal, "call", p.url, "multi_input")
+		evs := cliEvents(t, out)
+		id, _ := evs[len(evs)-1]["taskId"].(string)
+		prefix := id[:10] // a unique prefix finds the task too
+
+		if _, errOut, code := cliRun(t, journal, "answer", "--", prefix, "name=x"); code != exitUsage || !strings.Contains(errOut, "asks 2 questions (first, second)") {
+			t.Errorf("answer without a key: exit %d, %q", code, errOut)
+		}
+		cliMust(t, exitOK, journal, "answer", "--", prefix, "first", "name=Ann")
+		cliMust(t, exitOK, journal, "answer", "--json", `{"second": {"action": "decline"}}`, "--", prefix)
+		evs = cliEvents(t, cliMust(t, exitOK, journal, "wait", "--", prefix))
+		if last := evs[len(evs)-1]; resultText(last) != "first=Ann second=<nil>" {
+			t.Errorf("wait: %v", last)
+		}
+	})
+}
+
+// TestCLI_Cancel starts a task detached, cancels it, and waits for it.
+func TestCLI_Cancel(t *testing.T) {
+	p := cliServer(t, "200ms")
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	out, errOut, code := cliRun(t, journal, "call", "--detach", p.url, "slow_compute", "seconds=60")
+	if code != exitDetached {
+		t.Fatalf("call --detach: exit %d\n%s\n%s", code, out, errOut)
+	}
+	evs := cliEvents(t, out)
+	last := evs[len(evs)-1]
+	id, _ := last["taskId"].(string)
+	if last["type"] != "detached" || id == "" || !strings.Contains(errOut, "mcptasks wait "+idArg(id)) {
+		t.Fatalf("call --detach: %v, stderr %q", last, errOut)
+	}
+	if got := (&rpc{url: p.url, tasks: true}).get(t, id); got["status"] != "working" {
+		t.Fatalf("the detached task is %v, want working", got["status"])
+	}
+
+	ev := cliEvents(t, cliMust(t, exitOK, journal, "cancel", "--", id))[0]
+	if ev["type"] != "cancel_requested" || ev["taskId"] != id {
+		t.Errorf("cancel printed %v", ev)
+	}
+	out, errOut, code = cliRun(t, journal, "wait", "--", id)
+	if code != exitTaskCancelled {
+		t.Fatalf("wait: exit %d, want %d\n%s\n%s", code, exitTaskCancelled, out, errOut)
+	}
+	evs = cliEvents(t, out)
+	if last := evs[len(evs)-1]; last["type"] != "result" || last["status"] != "cancelled" {
+		t.Errorf("wait: last line %v", last)
+	}
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+	xterm "golang.org/x/term"
+
+	"github.com/mcptasks/mcptasks/client"
+)
+
+// Environment variables of the client commands. A flag wins over its
+// variable.
+const (
+	envToken   = "MCPTASKS_TOKEN"
+	envJournal = "MCPTASKS_JOURNAL"
+)
+
+// clientFlags are the flags every client command shares.
+type clientFlags struct {
+	token   string
+	journal string
+	url     string // only for commands that take a task id
+}
+
+func (f *clientFlags) register(fl *pflag.FlagSet, withURL bool) {
+	fl.StringVar(&f.token, "token", "", "bearer `token` sent as \"Authorization: Bearer TOKEN\" (default $"+envToken+")")
+	fl.StringVar(&f.journal, "journal", "", "`file` of the local task journal (default $"+envJournal+", else $XDG_STATE_HOME/mcptasks/journal.json, else ~/.local/state/mcptasks/journal.json)")
+	if withURL {
+		fl.StringVar(&f.url, "url", "", "MCP endpoint `URL` of the task's server (default: the one the journal recorded for the task)")
+	}
+}
+
+// tokenValue is the bearer token: --token, else $MCPTASKS_TOKEN.
+func (f *clientFlags) tokenValue() string {
+	if f.token != "" {
+		return f.token
+	}
+	return os.Getenv(envToken)
+}
+
+// journalPath is the journal file: --journal, else $MCPTASKS_JOURNAL, else
+// the XDG state directory.
+func (f *clientFlags) journalPath() (string, error) {
+	if f.journal != "" {
+		return f.journal, nil
+	}
+	if p := os.Getenv(envJournal); p != "" {
+		return p, nil
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
+		return filepath.Join(d, "mcptasks", "journal.json"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", usageError("no journal file: set --journal or $%s (%v)", envJournal, err)
+	}
+	return filepath.Join(home, ".local", "state", "mcptasks", "journal.json"), nil
+}
+
+func (f *clientFlags) openJournal() (client.Journal, error) {
+	p, err := f.journalPath()
+	if err != nil {
+		return nil, err
+	}
+	return client.FileJournal(p), nil
+}
+
+// newClient returns a client of url that declares form elicitation
+// whether or not it can prompt: a task's questions can be answered later
+// with "mcptasks answer". input answers MRTR rounds (nil: none).
+func (f *clientFlags) newClient(url string, j client.Journal, input client.InputHandler) *client.Client {
+	return client.New(url, &client.Options{
+		Token:        f.tokenValue(),
+		Journal:      j,
+		InputHandler: input,
+		ClientInfo:   &mcp.Implementation{Name: "mcptasks", Version: version},
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		},
+	})
+}
+
+// locate finds the task id (or a unique prefix of one) in the journal and
+// returns its server URL and entry. With --url, the journal only supplies
+// the entry, if it has one.
+func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (string, *client.Entry, error) {
+	if id == "" {
+		return "", nil, usageError("empty task id")
+	}
+	entries, err := j.List(ctx)
+	if err != nil {
+		if f.url != "" {
+			return f.url, nil, nil
+		}
+		return "", nil, &exitError{code: exitUsage, err: err}
+	}
+	var exact, prefix []client.Entry
+	for _, e := range entries {
+		if f.url != "" && e.ServerURL != f.url {
+			continue
+		}
+		switch {
+		case e.TaskID == id:
+			exact = append(exact, e)
+		case strings.HasPrefix(e.TaskID, id):
+			prefix = append(prefix, e)
+		}
+	}
+	matches := exact
+	if len(matches) == 0 && f.url == "" {
+		matches = prefix
+	}
+	switch {
+	case len(matches) == 1:
+		e := matches[0]
+		return e.ServerURL, &e, nil
+	case f.url != "":
+		return f.url, nil, nil
+	case len(matches) == 0:
+		return "", nil, usageError("task %s is not in the journal; pass the server's --url", id)
+	}
+	var ids []string
+	for _, e := range matches {
+		ids = append(ids, e.TaskID+" ("+e.ServerURL+")")
+	}
+	return "", nil, usageError("task id %s is ambiguous: %s; pass a longer id or --url", id, strings.Join(ids, ", "))
+}
+
+// taskOf returns the handle of task id (its full id and tool from the
+// journal's entry, if there is one).
+func taskOf(c *client.Client, id string, entry *client.Entry) *client.Task {
+	if entry == nil {
+		return c.Task(id)
+	}
+	t := c.Task(entry.TaskID)
+	t.Tool = entry.Tool
+	return t
+}
+
+// streams are a command's standard streams and what they are connected
+// to.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+	// inTTY and outTTY say whether stdin and stdout are terminals.
+	inTTY, outTTY bool
+	// width returns stdout's width in columns (0 if unknown).
+	width func() int
+}
+
+// osStreams are the process's standard streams.
+func osStreams() *streams {
+	return &streams{
+		in: os.Stdin, out: os.Stdout, err: os.Stderr,
+		inTTY:  xterm.IsTerminal(int(os.Stdin.Fd())),
+		outTTY: xterm.IsTerminal(int(os.Stdout.Fd())),
+		width: func() int {
+			w, _, err := xterm.GetSize(int(os.Stdout.Fd()))
+			if err != nil {
+				return 0
+			}
+			return w
+		},
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcptasks/mcptasks/client"
+)
+
+// Exit codes of the client commands (call, wait, get, answer, cancel,
+// tasks). exitCodes describes them for --help.
+const (
+	exitOK            = 0
+	exitToolError     = 1
+	exitUsage         = 2
+	exitTransport     = 3
+	exitTaskFailed    = 4
+	exitTaskCancelled = 5
+	exitDetached      = 6
+	exitInputRequired = 7
+)
+
+// exitCodes is the table of exit codes that the help texts print; the
+// code returns the constants above.
+var exitCodes = []struct {
+	code    int
+	meaning string
+}{
+	{exitOK, "success; for call and wait: the tool completed"},
+	{exitToolError, "the tool completed with a tool error (isError: true)"},
+	{exitUsage, "usage or configuration error: bad flags or arguments, a task id not in the journal, an unreadable journal"},
+	{exitTransport, "transport or protocol error: server unreachable, HTTP error, JSON-RPC error (an unknown or expired task id too)"},
+	{exitTaskFailed, "the task failed (a JSON-RPC error, or its worker was lost)"},
+	{exitTaskCancelled, "the task was cancelled (or the call was interrupted before it became a task)"},
+	{exitDetached, "detached: the task is still running; come back with \"mcptasks wait ID\""},
+	{exitInputRequired, "the task needs input and stdin is not a terminal; the request is printed as JSON: answer it with \"mcptasks answer ID ...\""},
+}
+
+// exitCodesHelp formats the rows of exitCodes for codes (every row if
+// none are given) for a help text.
+func exitCodesHelp(codes ...int) string {
+	var b strings.Builder
+	b.WriteString("Exit codes:\n")
+	for _, e := range exitCodes {
+		if len(codes) > 0 && !slices.Contains(codes, e.code) {
+			continue
+		}
+		fmt.Fprintf(&b, "  %d  %s\n", e.code, e.meaning)
+	}
+	return b.String()
+}
+
+// exitError ends a command with an exit code. Err, if set, is printed as
+// one line on stderr; a nil Err means the command has said everything.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// ExitCode is the process's exit code.
+func (e *exitError) ExitCode() int { return e.code }
+
+// exitWith returns an error that ends the command with code, quietly.
+func exitWith(code int) error { return &exitError{code: code} }
+
+// usageError is a usage or configuration error (exit 2).
+func usageError(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// exitCodeOf maps the error a command returned to its exit code.
+func exitCodeOf(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, client.ErrTaskCancelled):
+		return exitTaskCancelled
+	case errors.Is(err, client.ErrTaskFailed):
+		return exitTaskFailed
+	case errors.Is(err, client.ErrInputRequired):
+		return exitInputRequired
+	}
+	return exitTransport
+}
+
+// runE adapts a client command to cobra: the error it returns carries the
+// command's exit code, which main exits with (after printing the message,
+// if any). Usage errors get a hint at --help.
+func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := f(cmd, args)
+		switch code := exitCodeOf(err); code {
+		case exitOK:
+			return nil
+		case exitUsage:
+			return &exitError{code: code, err: fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, cmd.Name())}
+		default:
+			return &exitError{code: code, err: err}
+		}
+	}
+}
+
+// withUsageHint makes cobra's argument and flag errors of cmd end like
+// the command's own usage errors: with a hint at --help.
+func withUsageHint(cmd *cobra.Command) *cobra.Command {
+	hint := func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, c.Name())
+	}
+	if args := cmd.Args; args != nil {
+		cmd.Args = func(c *cobra.Command, a []string) error {
+			if err := args(c, a); err != nil {
+				return hint(c, err)
+			}
+			return nil
+		}
+	}
+	cmd.SetFlagErrorFunc(hint)
+	return cmd
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+
+	"github.com/spf13/cobra"
+)
+
+type waitFlags struct {
+	clientFlags
+	json bool
+}
+
+func newWaitCmd() *cobra.Command {
+	var f waitFlags
+	cmd := &cobra.Command{
+		Use:   "wait ID",
+		Short: "Follow a task to its end, with live status and prompts, and print its result",
+		Long: `wait follows a task that "mcptasks call" started (or any task, with --url)
+until it ends, exactly as call does: a status line and prompts on a terminal,
+JSON lines otherwise (see "mcptasks call --help"). Questions answered before,
+here or with "mcptasks answer", are not asked again.
+
+ID is a task id from "mcptasks tasks", or a prefix of one that is unique in
+the journal.
+
+` + exitCodesHelp(),
+		Example: `  mcptasks wait 3f9c2a
+  mcptasks wait --url http://127.0.0.1:8080/mcp 3f9c2a71d0e84b6f9a1c5e2d7b804f13`,
+		Args: cobra.ExactArgs(1),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return runWait(cmd.Context(), &f, args[0], osStreams())
+		}),
+	}
+	fl := cmd.Flags()
+	f.register(fl, true)
+	fl.BoolVar(&f.json, "json", false, "print JSON lines even when stdout is a terminal")
+	return withUsageHint(cmd)
+}
+
+func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
+	j, err := f.openJournal()
+	if err != nil {
+		return err
+	}
+	endpoint, entry, err := f.locate(ctx, j, id)
+	if err != nil {
+		return err
+	}
+	human := s.outTTY && !f.json
+	con := newConsole(ctx, s, human)
+	defer con.close()
+	out := newOutput(s, human)
+	defer out.close()
+	c := f.newClient(endpoint, j, nil)
+	t := taskOf(c, id, entry)
+	answered := map[string]bool{}
+	if entry != nil {
+		for _, k := range entry.AnsweredKeys {
+			answered[k] = true
+		}
+	}
+	fw := &follower{
+		t: t, out: out, con: con, answered: answered,
+		waitHint:    f.hint("wait", t.ID, endpoint, entry != nil),
+		answerExtra: f.flagsHint(endpoint, entry != nil),
+	}
+	return fw.run()
+}
