@@ -44,13 +44,13 @@ type Options struct {
 	// (other processes do).
 	Workers int
 	// Lease is how long a claim lasts without a heartbeat (DefaultLease if
-	// zero). Workers heartbeat every Lease/3. A crashed worker's tasks are
-	// reclaimed once their lease expires.
+	// zero). Workers heartbeat every Lease/3, and handlers waiting for input
+	// re-read their task as often, for answers that no wake-up announced. A
+	// crashed worker's tasks are reclaimed once their lease expires.
 	Lease time.Duration
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired
-	// (DefaultClaimInterval if zero). It is also the fallback period at which
-	// a handler waiting for input re-reads the store.
+	// (DefaultClaimInterval if zero).
 	ClaimInterval time.Duration
 	// SweepInterval is how often expired tasks are deleted
 	// (DefaultSweepInterval if zero).

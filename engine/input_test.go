@@ -154,8 +154,8 @@ func TestNotFoundIsUniform(t *testing.T) {
 }
 
 // TestAnswerOnAnotherEngine: the answer arrives through tasks/update on a
-// replica that does not run the task. The handler sees it within one
-// ClaimInterval, when it re-reads the store.
+// replica that does not run the task (and the store announces nothing).
+// The handler sees it within Lease/3, when it re-reads the store.
 func TestAnswerOnAnotherEngine(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		st := newMem()
@@ -173,11 +173,11 @@ func TestAnswerOnAnotherEngine(t *testing.T) {
 		if got := get(t, st, r.ID); got.Status != task.Working {
 			t.Fatalf("status right after the answer = %s, want working", got.Status)
 		}
-		time.Sleep(DefaultClaimInterval)
+		time.Sleep(DefaultLease / 3)
 		synctest.Wait()
 		done := wantStatus(t, st, r.ID, task.Completed)
-		if took := done.UpdatedAt.Sub(answered); took <= 0 || took > DefaultClaimInterval {
-			t.Errorf("completed %v after the answer, want within (0, %v]", took, DefaultClaimInterval)
+		if took := done.UpdatedAt.Sub(answered); took <= 0 || took > DefaultLease/3 {
+			t.Errorf("completed %v after the answer, want within (0, %v]", took, DefaultLease/3)
 		}
 	})
 }
@@ -196,7 +196,7 @@ func TestRequestInputInline(t *testing.T) {
 }
 
 // TestParkedHandlerSurvivesStoreBlip: while a handler waits for input it
-// re-reads the store every ClaimInterval. A failed re-read must not end the
+// re-reads the store every Lease/3. A failed re-read must not end the
 // run (a person may take hours to answer; one store blip in that time
 // would fail the task); only a lost lease does, and the heartbeat sees that.
 func TestParkedHandlerSurvivesStoreBlip(t *testing.T) {
@@ -209,7 +209,7 @@ func TestParkedHandlerSurvivesStoreBlip(t *testing.T) {
 		wantStatus(t, mem, r.ID, task.InputRequired)
 
 		st.blipInput.Store(3) // three re-reads in a row fail
-		time.Sleep(5 * DefaultClaimInterval)
+		time.Sleep(5 * DefaultLease / 3)
 		synctest.Wait()
 		if got := wantStatus(t, mem, r.ID, task.InputRequired); got.LeaseOwner != "a" {
 			t.Fatalf("owner = %q after the blip", got.LeaseOwner)

@@ -84,7 +84,9 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		return nil, ErrNoInput
 	}
 	e, x := r.e, r.x
-	tick := time.NewTicker(e.opts.ClaimInterval)
+	// Answers given to this process, or announced by the store's Listener,
+	// wake the handler at once; the ticker only catches the rest.
+	tick := time.NewTicker(e.opts.Lease / 3)
 	defer tick.Stop()
 	defer func() {
 		if !x.slot {
