@@ -276,7 +276,14 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	p := start(t, addr, "--store", "sqlite:"+filepath.Join(t.TempDir(), "tasks.db"), "--drain-timeout", "10s")
 	c := &rpc{url: p.url, tasks: true}
 	r := c.callTool(t, "slow_compute", map[string]any{"seconds": 1, "label": "drain"})
-	c.waitStatus(t, r["taskId"].(string), "working", time.Second)
+	// Wait until a worker runs it (its handler sets a status message).
+	deadline := time.Now().Add(10 * time.Second)
+	for c.get(t, r["taskId"].(string))["statusMessage"] == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker picked the task up")
+		}
+		time.Sleep(20 * time.Millisecond) // the poll interval of this test client
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,16 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 
+	"github.com/mcptasks/mcptasks/cmdtool"
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/internal/fixtures"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/metrics"
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/store/postgres"
@@ -33,6 +37,7 @@ type runFlags struct {
 	drainTimeout time.Duration
 	demoStep     time.Duration
 	logLevel     string
+	tools        toolsFlag
 }
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
@@ -42,6 +47,28 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.Var(&f.tools, "tools", "tools.yaml `file` of command tools to serve as task-backed tools (see examples/tools.yaml); checked at start-up, every process of a deployment needs the same file")
+}
+
+// toolsFlag is --tools. The file is loaded and checked when the flag is
+// parsed, so a bad file stops the command before it opens the store or
+// listens.
+type toolsFlag struct {
+	path string
+	cfg  *cmdtool.Config
+}
+
+func (f *toolsFlag) String() string { return f.path }
+
+func (f *toolsFlag) Type() string { return "file" }
+
+func (f *toolsFlag) Set(path string) error {
+	cfg, err := cmdtool.Load(path)
+	if err != nil {
+		return err
+	}
+	f.path, f.cfg = path, cfg
+	return nil
 }
 
 // runtime is what serve and worker share: logs, the store, the tools and
@@ -51,6 +78,7 @@ type runtime struct {
 	st  store.Store
 	srv *mcpserver.Server
 	eng *engine.Engine
+	reg *prometheus.Registry // served at /metrics
 }
 
 // newRuntime validates f and builds the runtime. maxBody is the request
@@ -80,6 +108,11 @@ func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, erro
 	if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
 		return nil, err
 	}
+	if f.tools.cfg != nil {
+		if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
+			return nil, fmt.Errorf("--tools: %w", err)
+		}
+	}
 	st, err := openStore(ctx, f.store)
 	if err != nil {
 		return nil, err
@@ -88,12 +121,19 @@ func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, erro
 	if workers == 0 {
 		workers = -1 // the engine's "none"
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log})
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	obs, err := metrics.New(reg, st)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &runtime{log: log, st: st, srv: srv, eng: eng}, nil
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg}, nil
 }
 
 // drain stops the engine, giving running handlers until timeout, and closes

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcptasks/mcptasks/mcpserver"
@@ -29,9 +30,11 @@ func newServeCmd() *cobra.Command {
 		Use:   "serve",
 		Short: "Serve task-backed MCP tools over Streamable HTTP",
 		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp and runs the
-tools' tasks on a pool of workers. It serves the conformance fixtures and the
-export_report demo tool. /healthz says the process is up; /readyz says
-whether the store answers (HTTP 503 when not).
+tools' tasks on a pool of workers. It serves the conformance fixtures, the
+export_report demo tool and, with --tools, the command tools of a tools.yaml
+file (see examples/tools.yaml). /healthz says the process is up; /readyz says
+whether the store answers (HTTP 503 when not); /metrics serves Prometheus
+metrics.
 
 SIGTERM or Ctrl-C drains: the listener closes, tasks that wait for input are
 released to be resumed later, running tasks get --drain-timeout to finish,
@@ -80,6 +83,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(rt.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if p, ok := rt.st.(store.Pinger); ok {

@@ -1,0 +1,141 @@
+package cmdtool
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// confirmKey is the input key of the confirmation question, and the name
+// of the boolean its form asks for.
+const confirmKey = "confirm"
+
+// mrtrVersion is the first protocol version with multi round-trip requests
+// (input_required results).
+const mrtrVersion = "2026-07-28"
+
+// confirmSchema is the form of the confirmation question: one required
+// boolean.
+var confirmSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		confirmKey: map[string]any{"type": "boolean", "title": "Confirm", "description": "Run the command?"},
+	},
+	"required": []string{confirmKey},
+}
+
+// prepare asks for the confirmation of a call that becomes a task, before
+// the task is created (mcpserver.ToolOptions.Prepare).
+func (t *Tool) prepare(_ context.Context, req *mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, mcp.Result, error) {
+	if round := t.confirmation(req, args); round != nil {
+		return nil, round, nil
+	}
+	return args, nil, nil
+}
+
+// confirmation returns nil if the call is confirmed. Otherwise it returns
+// what to answer instead: an input_required round asking the question, or
+// a tool error if the answer was no or the client cannot answer.
+func (t *Tool) confirmation(req *mcp.CallToolRequest, raw json.RawMessage) mcp.Result {
+	if r, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok {
+		if r.Action == "accept" && r.Content[confirmKey] == true {
+			return nil
+		}
+		return complete(toolError(fmt.Sprintf("Not confirmed: %s did not run.", t.Name)))
+	}
+	caps := req.ClientCapabilities()
+	if req.ProtocolVersion() < mrtrVersion || caps == nil || caps.Elicitation == nil {
+		return complete(toolError(fmt.Sprintf("%s asks for a confirmation before it runs, and this client cannot answer one: "+
+			"that takes MCP %s and the elicitation capability.", t.Name, mrtrVersion)))
+	}
+	args, _ := t.args(raw) // valid: the schema was checked
+	return mcpserver.InputRequired(mcp.InputRequestMap{confirmKey: &mcp.ElicitParams{
+		Message:         t.c.confirm.expandOr(args),
+		RequestedSchema: confirmSchema,
+	}}, "")
+}
+
+// confirmInline asks the confirmation of calls that run inline (task:
+// never, or task: optional from a client that does not declare the Tasks
+// extension), which mcpserver hands to the tool handler without a
+// Prepare step. It runs before mcpserver's middleware; calls that may
+// become a task are left to Prepare, after mcpserver's capability check.
+func confirmInline(tools map[string]*Tool) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			r, ok := req.(*mcp.CallToolRequest)
+			if method != "tools/call" || !ok || r.Params == nil {
+				return next(ctx, method, req)
+			}
+			t := tools[r.Params.Name]
+			if t == nil || !t.inline(r) || !t.valid(r.Params.Arguments) {
+				return next(ctx, method, req) // invalid arguments: mcpserver reports them
+			}
+			if round := t.confirmation(r, r.Params.Arguments); round != nil {
+				return round, nil
+			}
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// inline reports whether mcpserver runs the call inline rather than as a
+// task.
+func (t *Tool) inline(req *mcp.CallToolRequest) bool {
+	switch t.Task {
+	case mcpserver.TaskNever:
+		return true
+	case mcpserver.TaskOptional:
+		return !declaresTasks(req)
+	}
+	return false
+}
+
+// declaresTasks mirrors mcpserver's rule: the request's own capabilities
+// declare the Tasks extension, under a protocol version that has it.
+func declaresTasks(req *mcp.CallToolRequest) bool {
+	if req.ProtocolVersion() < mrtrVersion {
+		return false
+	}
+	caps := req.ClientCapabilities()
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[task.ExtensionID]
+	return ok
+}
+
+// valid reports whether raw satisfies the tool's input schema.
+func (t *Tool) valid(raw json.RawMessage) bool {
+	var v any = map[string]any{}
+	if len(raw) > 0 && string(raw) != "null" {
+		if json.Unmarshal(raw, &v) != nil {
+			return false
+		}
+	}
+	return t.c.schema.Validate(v) == nil
+}
+
+// complete returns r with resultType "complete", as a result returned from
+// middleware (rather than from go-sdk's tool dispatch) must carry it.
+func complete(r *mcp.CallToolResult) mcp.Result {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return r
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return r
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	var out mcp.CallToolResult
+	if b, err = json.Marshal(m); err != nil || json.Unmarshal(b, &out) != nil {
+		return r
+	}
+	return &out
+}

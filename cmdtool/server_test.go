@@ -1,0 +1,415 @@
+package cmdtool
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// This file drives command tools through a real mcpserver and engine on a
+// memory store, over HTTP.
+
+// waitTimeout bounds every wait for a task status.
+const waitTimeout = 10 * time.Second
+
+// startServer serves the tools file src, written into a fresh directory
+// with the given scripts, and returns a client and the directory.
+func startServer(t *testing.T, src string, scripts map[string]string) (*client, string) {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		writeScript(t, dir, name, body)
+	}
+	path := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(&mcp.Implementation{Name: "cmdtool-test", Version: "0"}, nil)
+	if err := Register(srv, cfg); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4, ClaimInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start(context.Background())
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv.Handler(eng))
+	hs := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // stop running commands now
+		_ = eng.Shutdown(ctx)
+	})
+	return &client{url: hs.URL + "/mcp", tasks: true, elicitation: true}, dir
+}
+
+// client is a minimal stateless 2026-07-28 requester.
+type client struct {
+	url         string
+	tasks       bool // declare the Tasks extension
+	elicitation bool // declare the elicitation capability
+	id          atomic.Int64
+}
+
+type rpcError struct {
+	Code    int64  `json:"code"`
+	Message string `json:"message"`
+}
+
+// call sends one request and returns its result, or fails the test on a
+// JSON-RPC error.
+func (c *client) call(t *testing.T, method string, params map[string]any) map[string]any {
+	t.Helper()
+	res, rerr := c.do(t, method, params)
+	if rerr != nil {
+		t.Fatalf("%s: error %d %s", method, rerr.Code, rerr.Message)
+	}
+	return res
+}
+
+// do sends one request and returns its result or its JSON-RPC error.
+func (c *client) do(t *testing.T, method string, params map[string]any) (map[string]any, *rpcError) {
+	t.Helper()
+	caps := map[string]any{}
+	if c.elicitation {
+		caps["elicitation"] = map[string]any{"form": map[string]any{}}
+	}
+	if c.tasks {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "cmdtool-test", "version": "0"},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", c.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if id, ok := params["taskId"].(string); ok {
+		req.Header.Set("Mcp-Name", id)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(bytes.NewReader(raw))
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
+				raw = []byte(strings.TrimSpace(d))
+			}
+		}
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  *rpcError      `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		t.Fatalf("%s: HTTP %d, body %s", method, resp.StatusCode, raw)
+	}
+	return msg.Result, msg.Error
+}
+
+func (c *client) callTool(t *testing.T, name string, args map[string]any, responses map[string]any) map[string]any {
+	t.Helper()
+	p := map[string]any{"name": name, "arguments": args}
+	if responses != nil {
+		p["inputResponses"] = responses
+	}
+	return c.call(t, "tools/call", p)
+}
+
+// waitTask polls tasks/get until done(task) holds, for at most waitTimeout.
+func (c *client) waitTask(t *testing.T, id string, what string, done func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		got := c.call(t, "tasks/get", map[string]any{"taskId": id})
+		if done(got) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: no %s within %s; last: %v", id, what, waitTimeout, got)
+		}
+		time.Sleep(20 * time.Millisecond) // this client's poll interval
+	}
+}
+
+func status(s string) func(map[string]any) bool {
+	return func(task map[string]any) bool { return task["status"] == s }
+}
+
+// resultText returns the text of the first content item of a tool result.
+func resultText(res any) string {
+	m, _ := res.(map[string]any)
+	content, _ := m["content"].([]any)
+	if len(content) == 0 {
+		return ""
+	}
+	first, _ := content[0].(map[string]any)
+	s, _ := first["text"].(string)
+	return s
+}
+
+// TestServer_ProgressStatus checks that the lines a running command prints
+// become the task's status message, filtered by the progress pattern.
+func TestServer_ProgressStatus(t *testing.T) {
+	t.Parallel()
+	c, dir := startServer(t, `tools:
+  - name: render
+    input_schema: {type: object, properties: {gate: {type: string}}, required: [gate]}
+    argv: [sh, render.sh, "{gate}"]
+    progress: '^progress: (.*)$'
+`, map[string]string{"render.sh": `echo "progress: 10%"
+echo "not a progress line"
+echo "progress: 50%"
+while [ ! -e "$1" ]; do sleep 0.02; done
+echo "progress: 100%"
+echo "rendered"
+`})
+	gate := filepath.Join(dir, "gate")
+	created := c.callTool(t, "render", map[string]any{"gate": gate}, nil)
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || id == "" {
+		t.Fatalf("tools/call: %v", created)
+	}
+	seen := map[any]bool{}
+	c.waitTask(t, id, "status message 50%", func(task map[string]any) bool {
+		seen[task["statusMessage"]] = true
+		return task["statusMessage"] == "50%"
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := c.waitTask(t, id, "completion", func(task map[string]any) bool {
+		seen[task["statusMessage"]] = true
+		return task["status"] == "completed"
+	})
+	if got := resultText(done["result"]); got != "progress: 10%\nnot a progress line\nprogress: 50%\nprogress: 100%\nrendered\n" {
+		t.Errorf("result text %q", got)
+	}
+	for s := range seen {
+		switch s {
+		case nil, "Running sh", "10%", "50%", "100%":
+		default:
+			t.Errorf("status message %q: not a progress line", s)
+		}
+	}
+}
+
+const confirmTools = `tools:
+  - name: export
+    input_schema:
+      type: object
+      properties: {table: {type: string}, out: {type: string}}
+      required: [table, out]
+    argv: [sh, export.sh, "{table}", "{out}"]
+    confirm: Export {table} to {out}?
+  - name: export_inline
+    input_schema:
+      type: object
+      properties: {table: {type: string}, out: {type: string}}
+      required: [table, out]
+    argv: [sh, export.sh, "{table}", "{out}"]
+    confirm: Export {table} to {out}?
+    task: optional
+`
+
+var confirmScripts = map[string]string{"export.sh": `echo "rows of $1" > "$2"; echo "exported $1"`}
+
+func accept(yes bool) map[string]any {
+	return map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": yes}}}
+}
+
+// TestServer_Confirm checks the confirmation round of a task tool: an
+// input_required result first, no task on a refusal, a task on a yes.
+func TestServer_Confirm(t *testing.T) {
+	t.Parallel()
+	c, dir := startServer(t, confirmTools, confirmScripts)
+	out := filepath.Join(dir, "orders.csv")
+	args := map[string]any{"table": "orders", "out": out}
+
+	round := c.callTool(t, "export", args, nil)
+	if round["resultType"] != "input_required" || round["taskId"] != nil {
+		t.Fatalf("first call: %v, want input_required", round)
+	}
+	req, _ := round["inputRequests"].(map[string]any)["confirm"].(map[string]any)
+	params, _ := req["params"].(map[string]any)
+	schema, _ := params["requestedSchema"].(map[string]any)
+	prop, _ := schema["properties"].(map[string]any)["confirm"].(map[string]any)
+	if req["method"] != "elicitation/create" || params["message"] != "Export orders to "+out+"?" ||
+		fmt.Sprint(schema["required"]) != "[confirm]" || prop["type"] != "boolean" {
+		t.Errorf("input request %v", req)
+	}
+
+	for name, responses := range map[string]map[string]any{
+		"decline":        {"confirm": map[string]any{"action": "decline"}},
+		"cancel":         {"confirm": map[string]any{"action": "cancel"}},
+		"accept but no":  accept(false),
+		"accept nothing": {"confirm": map[string]any{"action": "accept", "content": map[string]any{}}},
+	} {
+		res := c.callTool(t, "export", args, responses)
+		if res["resultType"] != "complete" || res["isError"] != true || res["taskId"] != nil ||
+			!strings.Contains(resultText(res), "Not confirmed: export did not run") {
+			t.Errorf("%s: %v, want an isError result and no task", name, res)
+		}
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists before any confirmation", out)
+	}
+
+	created := c.callTool(t, "export", args, accept(true))
+	id, _ := created["taskId"].(string)
+	if created["resultType"] != "task" || id == "" {
+		t.Fatalf("confirmed call: %v, want a task", created)
+	}
+	done := c.waitTask(t, id, "completion", status("completed"))
+	if got := resultText(done["result"]); got != "exported orders\n" {
+		t.Errorf("result %q", got)
+	}
+	if b, err := os.ReadFile(out); err != nil || string(b) != "rows of orders\n" {
+		t.Errorf("%s: %q, %v", out, b, err)
+	}
+}
+
+// TestServer_ConfirmInline checks the confirmation of a call that runs
+// inline: a task: optional tool called by a client without the Tasks
+// extension.
+func TestServer_ConfirmInline(t *testing.T) {
+	t.Parallel()
+	c, dir := startServer(t, confirmTools, confirmScripts)
+	c.tasks = false
+	out := filepath.Join(dir, "inline.csv")
+	args := map[string]any{"table": "users", "out": out}
+	if round := c.callTool(t, "export_inline", args, nil); round["resultType"] != "input_required" {
+		t.Fatalf("first call: %v, want input_required", round)
+	}
+	if res := c.callTool(t, "export_inline", args, map[string]any{"confirm": map[string]any{"action": "decline"}}); res["isError"] != true {
+		t.Errorf("declined: %v, want isError", res)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s exists after a refusal", out)
+	}
+	res := c.callTool(t, "export_inline", args, accept(true))
+	if res["resultType"] != "complete" || res["isError"] == true || resultText(res) != "exported users\n" {
+		t.Errorf("confirmed inline call: %v", res)
+	}
+	// The task: required tool refuses a client without the extension
+	// before it asks anything.
+	_, rerr := c.do(t, "tools/call", map[string]any{"name": "export", "arguments": args})
+	if rerr == nil || rerr.Code != -32021 {
+		t.Errorf("task tool without the extension: error %+v, want -32021", rerr)
+	}
+}
+
+// TestServer_ConfirmNeedsElicitation checks that a client that cannot
+// answer a question gets a tool error, not a question.
+func TestServer_ConfirmNeedsElicitation(t *testing.T) {
+	t.Parallel()
+	c, dir := startServer(t, confirmTools, confirmScripts)
+	c.elicitation = false
+	res := c.callTool(t, "export", map[string]any{"table": "t", "out": filepath.Join(dir, "x")}, nil)
+	if res["isError"] != true || !strings.Contains(resultText(res), "elicitation") {
+		t.Errorf("result %v, want an isError result naming elicitation", res)
+	}
+}
+
+// TestServer_InlineOptional checks that a task: optional tool runs inline
+// for a client without the Tasks extension, and as a task for one with it.
+func TestServer_InlineOptional(t *testing.T) {
+	t.Parallel()
+	c, _ := startServer(t, "tools:\n  - name: hello\n    argv: [printf, 'hello %s', '{who}']\n    input_schema: {type: object, properties: {who: {type: string}}}\n    task: optional\n", nil)
+	c.tasks = false
+	if res := c.callTool(t, "hello", map[string]any{"who": "inline"}, nil); resultText(res) != "hello inline" {
+		t.Errorf("inline call: %v", res)
+	}
+	c.tasks = true
+	created := c.callTool(t, "hello", map[string]any{"who": "task"}, nil)
+	id, _ := created["taskId"].(string)
+	if id == "" {
+		t.Fatalf("call with tasks: %v", created)
+	}
+	if got := resultText(c.waitTask(t, id, "completion", status("completed"))["result"]); got != "hello task" {
+		t.Errorf("task result %q", got)
+	}
+}
+
+// TestServer_CancelKillsGroup cancels a task whose command ignores SIGTERM:
+// the task ends cancelled, and no process of the command's group is left.
+func TestServer_CancelKillsGroup(t *testing.T) {
+	t.Parallel()
+	c, _ := startServer(t, `tools:
+  - name: stubborn
+    argv: [sh, stubborn.sh]
+    grace: 200ms
+`, map[string]string{"stubborn.sh": `trap '' TERM
+sleep 60 &
+echo "pgid $$"
+sleep 60
+`})
+	created := c.callTool(t, "stubborn", map[string]any{}, nil)
+	id, _ := created["taskId"].(string)
+	running := c.waitTask(t, id, "pgid status", func(task map[string]any) bool {
+		s, _ := task["statusMessage"].(string)
+		return strings.HasPrefix(s, "pgid ")
+	})
+	pgid, err := strconv.Atoi(strings.TrimPrefix(running["statusMessage"].(string), "pgid "))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.call(t, "tasks/cancel", map[string]any{"taskId": id})
+	c.waitTask(t, id, "cancelled", status("cancelled"))
+	waitGroupGone(t, pgid, 5*time.Second)
+}
+
+func TestRegister_NameClash(t *testing.T) {
+	t.Parallel()
+	cfg, err := Parse(filepath.Join(t.TempDir(), "tools.yaml"), []byte("tools:\n  - name: a\n    argv: [printf, a]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(&mcp.Implementation{Name: "x", Version: "0"}, nil)
+	if err := Register(srv, cfg); err != nil {
+		t.Fatal(err)
+	}
+	err = Register(srv, cfg)
+	if err == nil || !strings.Contains(err.Error(), `tools.yaml:2: name: the server already has a tool named "a"`) {
+		t.Errorf("second Register: %v", err)
+	}
+	if err := Register(srv, &Config{Tools: []*Tool{{Name: "b", Argv: []string{"true"}}}}); err == nil {
+		t.Error("Register of a Tool not from Load: no error")
+	}
+}
