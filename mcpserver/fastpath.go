@@ -1,8 +1,10 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -32,31 +34,38 @@ type message struct {
 	} `json:"params"`
 }
 
-// parse decodes a body that is valid JSON and not a batch. It returns what
-// makes it an invalid JSON-RPC message, if anything. Params of the wrong
-// shape are left empty, for go-sdk to report.
-func (m *message) parse(body []byte) (invalid string) {
+// parse decodes a request body. If it is not one JSON-RPC message, it
+// returns the JSON-RPC error code and message to answer with. Params of the
+// wrong shape are left empty, for go-sdk to report.
+func (m *message) parse(body []byte) (code int64, invalid string) {
 	// A map, not a struct: member names are case-sensitive in JSON-RPC,
 	// and encoding/json matches struct fields case-insensitively.
 	var env map[string]json.RawMessage
-	if json.Unmarshal(body, &env) != nil {
-		return "the body must be a JSON-RPC message object"
+	if err := json.Unmarshal(body, &env); err != nil {
+		var syntax *json.SyntaxError
+		switch b := bytes.TrimSpace(body); {
+		case errors.As(err, &syntax):
+			return -32700, "Parse error: the body is not valid JSON"
+		case len(b) > 0 && b[0] == '[':
+			return -32600, "Invalid request: batches are not supported; send one message per POST"
+		}
+		return -32600, "Invalid request: the body must be a JSON-RPC message object"
 	}
 	if json.Unmarshal(env["jsonrpc"], &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
-		return `jsonrpc must be "2.0"`
+		return -32600, `Invalid request: jsonrpc must be "2.0"`
 	}
 	m.ID = env["id"]
 	method, hasMethod := env["method"]
 	switch {
 	case string(m.ID) == "null":
-		return "id must not be null"
+		return -32600, "Invalid request: id must not be null"
 	case !hasMethod:
-		return "method is required" // a response or junk: clients send requests
+		return -32600, "Invalid request: method is required" // a response or junk: clients send requests
 	case json.Unmarshal(method, &m.Method) != nil:
-		return "method must be a string"
+		return -32600, "Invalid request: method must be a string"
 	}
 	_ = json.Unmarshal(env["params"], &m.Params)
-	return ""
+	return 0, ""
 }
 
 // The per-request _meta keys of MCP 2026-07-28.

@@ -21,7 +21,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		// Sized from Content-Length, so that the usual body is read in one
+		// allocation; MaxBytesReader bounds it whatever the header says.
+		size := min(max(r.ContentLength, 0), s.opts.MaxBodyBytes) + bytes.MinRead
+		buf := bytes.NewBuffer(make([]byte, 0, size))
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		body := buf.Bytes()
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -33,16 +38,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		var msg message
-		if !json.Valid(body) {
-			writeError(w, http.StatusBadRequest, nil, -32700, "Parse error: the body is not valid JSON")
-			return
-		}
-		if b := bytes.TrimSpace(body); b[0] == '[' {
-			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: batches are not supported; send one message per POST")
-			return
-		}
-		if err := msg.parse(body); err != "" {
-			writeError(w, http.StatusBadRequest, nil, -32600, "Invalid request: "+err)
+		if code, err := msg.parse(body); err != "" {
+			writeError(w, http.StatusBadRequest, nil, code, err)
 			return
 		}
 		switch msg.Method {
