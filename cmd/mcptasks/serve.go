@@ -19,9 +19,12 @@ import (
 
 type serveFlags struct {
 	runFlags
-	listen       string
-	authTokens   string
-	maxBodyBytes int64
+	listen            string
+	authTokens        string
+	maxBodyBytes      int64
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	idleTimeout       time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -48,12 +51,20 @@ process once their lease expires.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "`address` to listen on; the MCP endpoint is /mcp")
 	fl.StringVar(&f.authTokens, "auth-tokens", "", "`file` of \"TOKEN PRINCIPAL\" lines; requests must then send Authorization: Bearer TOKEN and see only their principal's tasks (default: no auth, one local principal)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", mcpserver.DefaultMaxBodyBytes, "largest request body accepted; larger ones get HTTP 413")
+	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
+	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	return cmd
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
 	if f.maxBodyBytes <= 0 {
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
+	}
+	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
 	}
 	var tokens mcpserver.Tokens
 	if f.authTokens != "" {
@@ -98,9 +109,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 	})
 	hs := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: f.readHeaderTimeout,
+		ReadTimeout:       f.readTimeout,
+		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
 	}
 	rt.eng.Start(context.WithoutCancel(ctx))
