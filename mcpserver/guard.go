@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // guard checks what go-sdk does not: the Mcp-Name header of tasks/get,
@@ -50,6 +53,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return
+			}
+			if s.polls != nil && msg.Method == methodGet {
+				extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
+				if ok, wait := s.polls.allow(s.opts.Principal(extra), id); !ok {
+					writeTooFast(w, msg.ID, wait)
+					return
+				}
 			}
 			if s.serveTaskMethod(w, r, &msg) {
 				return

@@ -7,6 +7,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -32,6 +33,11 @@ type Options struct {
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
+	// MinPollInterval, if positive, limits how often a principal may
+	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
+	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
+	// pollIntervalMs, and the conformance suite polls every 100-200 ms.
+	MinPollInterval time.Duration
 	// DisableFastPath serves tasks/get, tasks/update and tasks/cancel
 	// through go-sdk's handler like every other method, at several times
 	// the cost; the answers are the same, as SSE instead of JSON.
@@ -50,6 +56,7 @@ type Server struct {
 	log   *slog.Logger
 	tools map[string]*toolEntry
 	eng   *engine.Engine
+	polls *pollLimiter // nil without Options.MinPollInterval
 }
 
 // New returns a Server for the implementation impl.
@@ -63,6 +70,9 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	}
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal
+	}
+	if s.opts.MinPollInterval > 0 {
+		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, last: map[string]time.Time{}}
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {

@@ -1,0 +1,85 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// TestMinPollInterval: with the optional poll limit on, a second tasks/get
+// of the same task within the interval gets HTTP 429, Retry-After and
+// CodePollTooFast; other tasks are not affected. Off by default.
+func TestMinPollInterval(t *testing.T) {
+	for _, limit := range []time.Duration{0, time.Hour} {
+		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit})
+		err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+			func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) { return nil, nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := srv.Handler(eng)
+		post := func(method, name, params string) *httptest.ResponseRecorder {
+			body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
+				`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+				`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
+			req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		create := func() string {
+			var res struct {
+				Result struct {
+					TaskID string `json:"taskId"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(post("tools/call", "wait", `"name":"wait","arguments":{}`).Body.Bytes(), &res); err != nil {
+				t.Fatal(err)
+			}
+			return res.Result.TaskID
+		}
+		get := func(id string) *httptest.ResponseRecorder { return post("tasks/get", id, `"taskId":"`+id+`"`) }
+		a, b := create(), create()
+		if rec := get(a); rec.Code != http.StatusOK {
+			t.Fatalf("limit %s: first poll: HTTP %d", limit, rec.Code)
+		}
+		rec := get(a)
+		if limit == 0 {
+			if rec.Code != http.StatusOK {
+				t.Errorf("no limit: second poll: HTTP %d %s", rec.Code, rec.Body)
+			}
+			continue
+		}
+		var msg struct {
+			Error struct {
+				Code int64 `json:"code"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(rec.Body.Bytes(), &msg)
+		if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || msg.Error.Code != mcpserver.CodePollTooFast {
+			t.Errorf("second poll within the limit: HTTP %d, Retry-After %q, code %d; want 429, set, %d",
+				rec.Code, rec.Header().Get("Retry-After"), msg.Error.Code, mcpserver.CodePollTooFast)
+		}
+		if rec := get(b); rec.Code != http.StatusOK {
+			t.Errorf("another task's first poll: HTTP %d", rec.Code)
+		}
+	}
+}
