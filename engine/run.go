@@ -15,10 +15,11 @@ import (
 // input: one executed inline, outside a task.
 var ErrNoInput = errors.New("engine: input can only be requested from a task")
 
-// errReleased is returned by RequestInput when the engine shuts down while
+// ErrReleased is returned by RequestInput when the engine shuts down while
 // the handler waits: the lease is released so that another process re-runs
-// the task, and its stored answers are replayed there.
-var errReleased = errors.New("engine: released while waiting for input")
+// the task, and its stored answers are replayed there. A handler that gets
+// it should return it (or any error wrapping it) as it is.
+var ErrReleased = errors.New("engine: released while waiting for input")
 
 // Run is a handler's view of the task it runs.
 type Run struct {
@@ -129,7 +130,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 					// to a store blip during a graceful shutdown.
 					e.log.Warn("release task", "task", r.ID(), "err", err)
 				}
-				return nil, errReleased
+				return nil, ErrReleased
 			}
 			x.parked = nil // wait for the drain deadline instead
 		case <-x.input:

@@ -130,8 +130,8 @@ func TestShutdownParkedHandler(t *testing.T) {
 				if err != nil || took != 0 {
 					t.Errorf("Shutdown = %v after %v, want nil at once", err, took)
 				}
-				if !errors.Is(errs["a"], errReleased) {
-					t.Errorf("handler on a returned %v, want errReleased", errs["a"])
+				if !errors.Is(errs["a"], ErrReleased) {
+					t.Errorf("handler on a returned %v, want ErrReleased", errs["a"])
 				}
 				if parked.LeaseOwner != "" || !parked.LeaseExpiresAt.IsZero() || parked.Attempt != 1 {
 					t.Errorf("after release: owner %q, lease until %v, attempt %d", parked.LeaseOwner, parked.LeaseExpiresAt, parked.Attempt)

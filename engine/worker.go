@@ -181,7 +181,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	<-hbDone
 
 	switch {
-	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, errReleased):
+	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, ErrReleased):
 		log.Info("task left to another worker", "cause", cause, "err", err)
 	case errors.Is(cause, errCancelRequested):
 		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})

@@ -104,7 +104,9 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 			}
 		}
 		res, err := h(ctx, r, in)
-		if err != nil && !isProtocolError(err) {
+		// A plain error is a tool error, except when the engine stopped
+		// the run (cancel, lost lease, shutdown): the engine decides then.
+		if err != nil && !isProtocolError(err) && ctx.Err() == nil && !errors.Is(err, engine.ErrReleased) {
 			res = &mcp.CallToolResult{}
 			res.SetError(err)
 			err = nil

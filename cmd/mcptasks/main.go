@@ -47,6 +47,6 @@ reply and survive a restart of the server.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(), newWorkerCmd(), newBenchCmd(),
-		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd())
+		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd(), newProxyCmd())
 	return root
 }

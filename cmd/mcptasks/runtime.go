@@ -81,9 +81,16 @@ type runtime struct {
 	reg *prometheus.Registry // served at /metrics
 }
 
-// newRuntime validates f and builds the runtime. maxBody is the request
-// body bound of the MCP endpoint (unused by worker).
-func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, error) {
+// runtimeOptions are the settings of a runtime that are not flags of every
+// command.
+type runtimeOptions struct {
+	maxBody         int64         // request body bound of the MCP endpoint (serve)
+	minPollInterval time.Duration // optional poll limit (serve)
+	tools           *toolSet      // what to serve; the built-in tools if nil
+}
+
+// newRuntime validates f and builds the runtime.
+func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (*runtime, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -99,19 +106,18 @@ func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, erro
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
-	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
-		ServerOptions: fixtures.ServerOptions(),
-		MaxBodyBytes:  maxBody,
-		Logger:        log,
-	})
-	fixtures.RegisterCore(srv.MCPServer())
-	if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
-		return nil, err
+	ts := o.tools
+	if ts == nil {
+		ts = f.builtinTools()
 	}
-	if f.tools.cfg != nil {
-		if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
-			return nil, fmt.Errorf("--tools: %w", err)
-		}
+	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
+		ServerOptions:   ts.serverOptions,
+		MaxBodyBytes:    o.maxBody,
+		MinPollInterval: o.minPollInterval,
+		Logger:          log,
+	})
+	if err := ts.register(srv); err != nil {
+		return nil, err
 	}
 	st, err := openStore(ctx, f.store)
 	if err != nil {
@@ -134,6 +140,33 @@ func newRuntime(ctx context.Context, f *runFlags, maxBody int64) (*runtime, erro
 		return nil, err
 	}
 	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg}, nil
+}
+
+// toolSet is what a process serves: the options of its MCP server and the
+// tools it registers on it.
+type toolSet struct {
+	serverOptions *mcp.ServerOptions
+	register      func(*mcpserver.Server) error
+}
+
+// builtinTools is the tool set of serve and worker: the conformance
+// fixtures, the demo tools and the command tools of --tools.
+func (f *runFlags) builtinTools() *toolSet {
+	return &toolSet{
+		serverOptions: fixtures.ServerOptions(),
+		register: func(srv *mcpserver.Server) error {
+			fixtures.RegisterCore(srv.MCPServer())
+			if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
+				return err
+			}
+			if f.tools.cfg != nil {
+				if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
+					return fmt.Errorf("--tools: %w", err)
+				}
+			}
+			return nil
+		},
+	}
 }
 
 // drain stops the engine, giving running handlers until timeout, and closes
@@ -172,5 +205,5 @@ func openStore(ctx context.Context, spec string) (store.Store, error) {
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory:", spec, scheme)
+	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", spec, scheme)
 }

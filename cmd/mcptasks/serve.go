@@ -25,10 +25,14 @@ type serveFlags struct {
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
+	minPollInterval   time.Duration
+	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
-func newServeCmd() *cobra.Command {
-	var f serveFlags
+func newServeCmd() *cobra.Command { return newServeCmdWith(&serveFlags{}) }
+
+// newServeCmdWith returns serve's command, parsing its flags into f.
+func newServeCmdWith(f *serveFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve task-backed MCP tools over Streamable HTTP",
@@ -44,7 +48,7 @@ released to be resumed later, running tasks get --drain-timeout to finish,
 and the process exits 0. Tasks still running then are reclaimed by the next
 process once their lease expires.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), f) },
 	}
 	fl := cmd.Flags()
 	f.register(fl, "maximum number of tool handlers running at once; 0 serves requests without running any tool (workers elsewhere run them)")
@@ -54,6 +58,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
+	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
 
@@ -82,7 +87,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
 	}
-	rt, err := newRuntime(ctx, &f.runFlags, f.maxBodyBytes)
+	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
+		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools,
+	})
 	if err != nil {
 		ln.Close()
 		return err

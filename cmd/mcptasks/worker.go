@@ -29,7 +29,7 @@ func work(ctx context.Context, f *runFlags) error {
 	if f.workers < 1 {
 		return fmt.Errorf("--workers must be at least 1 for a worker, got %d", f.workers)
 	}
-	rt, err := newRuntime(ctx, f, 0)
+	rt, err := newRuntime(ctx, f, runtimeOptions{})
 	if err != nil {
 		return err
 	}

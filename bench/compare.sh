@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Measures mcptasks beside its two baselines in one run, on this machine,
+# over loopback, and prints the medians of ROUNDS rounds and their ratios.
+# The figures in BENCHMARKS.md come from this script.
+#
+# Usage: bench/compare.sh [ROUNDS] [DURATION]     (default 3 rounds of 10s)
+# Needs: go, jq. Ports 18201-18205 on 127.0.0.1.
+set -euo pipefail
+rounds=${1:-3}
+dur=${2:-10s}
+c=${CONCURRENCY:-16}
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+(cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
+m="$work/mcptasks"
+start() { # start NAME PORT ARGS...
+  local name=$1 port=$2; shift 2
+  "$m" "$@" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  eval "pid_$name=$!"
+  timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:$port/mcp; do sleep 0.1; done"
+}
+start plain 18201 bench baseline plain --listen 127.0.0.1:18201
+start gosdk 18202 bench baseline gosdk --listen 127.0.0.1:18202
+start sqlite 18203 serve --listen 127.0.0.1:18203 --store "sqlite:$work/tasks.db" --log-level error --workers 0
+start memory 18204 serve --listen 127.0.0.1:18204 --store memory: --log-level error --workers 0
+
+run() { # run NAME PID URL ARGS... -> one JSON line
+  local name=$1 pid=$2 url=$3; shift 3
+  "$m" bench "$url" -c "$c" -d "$dur" --server-pid "$pid" --json "$@" | jq -c --arg n "$name" '. + {name: $n}'
+}
+for r in $(seq "$rounds"); do
+  run plain-call    "$pid_plain"  http://127.0.0.1:18201/mcp --mode call --tool greet --args '{"name":"x"}'
+  run gosdk-call    "$pid_gosdk"  http://127.0.0.1:18202/mcp --mode call --tool greet --args '{"name":"x"}'
+  run sqlite-get    "$pid_sqlite" http://127.0.0.1:18203/mcp --mode get --tasks 1000
+  run sqlite-create "$pid_sqlite" http://127.0.0.1:18203/mcp --mode create
+  run sqlite-call   "$pid_sqlite" http://127.0.0.1:18203/mcp --mode call --tool greet --args '{"name":"x"}'
+  run memory-get    "$pid_memory" http://127.0.0.1:18204/mcp --mode get --tasks 1000
+done >"$work/results.jsonl"
+
+jq -s -r '
+  def median: sort | if length == 0 then 0 else .[(length/2|floor)] end;
+  group_by(.name) | map({name: .[0].name,
+    rps: (map(.perSecond) | median), p50: (map(.p50Ns) | median), p99: (map(.p99Ns) | median),
+    cpu: (map(.serverCpuPerRequestNs // 0) | median), errors: (map(.errors) | add)}) as $rows
+  | ($rows | map({key: .name, value: .}) | from_entries) as $by
+  | "| run | req/s | vs plain | p50 | p99 | p99 vs plain | server CPU/req | errors |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ($rows[] | "| \(.name) | \(.rps|floor) | \((.rps / $by["plain-call"].rps * 100 | floor) / 100)x | \((.p50/1000)|floor) µs | \((.p99/1000)|floor) µs | \((.p99 / $by["plain-call"].p99 * 100 | floor) / 100)x | \((.cpu/1000)|floor) µs | \(.errors) |"),
+    "",
+    "sqlite-create vs gosdk-call: \((($by["sqlite-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x",
+    "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x"
+' "$work/results.jsonl"

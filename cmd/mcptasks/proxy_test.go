@@ -1,0 +1,359 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/pflag"
+)
+
+// These tests put "mcptasks proxy" in front of a real upstream MCP server
+// (internal/testupstream, built here) over stdio and over Streamable HTTP,
+// and call it with a client that declares the Tasks extension and with one
+// that does not.
+
+// proxyTaskTools is the --task-tools of the shared checks: every tool of the
+// upstream but quick_echo.
+const proxyTaskTools = "slow_echo,ask_*,die,fail,rpc_error"
+
+// proxyTarget is a proxy in front of one upstream.
+type proxyTarget struct {
+	p        *proxyProc
+	c        *rpc                 // declares the Tasks extension
+	plain    *rpc                 // does not
+	upLogs   *syncBuffer          // where the upstream's stderr goes
+	name     string               // how the proxy's messages name the upstream
+	mrtr     bool                 // questions come as input_required rounds (2026-07-28)
+	upstream map[string]*mcp.Tool // the upstream's tools, listed directly
+}
+
+func TestProxy_Stdio(t *testing.T) {
+	bin := buildUpstream(t)
+	// "-page-size 1" is the upstream's own flag: it passes through, and
+	// makes the proxy read one page per tool.
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", proxyTaskTools, "--upstream", bin, "-page-size", "1")
+	tg := &proxyTarget{
+		p: p, c: &rpc{url: p.url, tasks: true}, plain: &rpc{url: p.url},
+		upLogs: p.logs, name: "testupstream", mrtr: true,
+		upstream: upstreamTools(t, &mcp.CommandTransport{Command: exec.Command(bin)}),
+	}
+	checkProxy(t, tg)
+	t.Run("die", func(t *testing.T) {
+		checkDie(t, tg, `upstream testupstream exited with status 3 during tools/call "die"`)
+	})
+}
+
+// TestProxy_StdioProtocol20251125 talks 2025-11-25 to the upstream: its
+// questions come as elicitation/create requests, one at a time.
+func TestProxy_StdioProtocol20251125(t *testing.T) {
+	bin := buildUpstream(t)
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", proxyTaskTools,
+		"--upstream-protocol-version", "2025-11-25", "--upstream", "--", bin)
+	p.logs.waitFor(t, "proxy", "protocolVersion=2025-11-25")
+	tg := &proxyTarget{
+		p: p, c: &rpc{url: p.url, tasks: true}, plain: &rpc{url: p.url},
+		upLogs: p.logs, name: "testupstream", mrtr: false,
+		upstream: upstreamTools(t, &mcp.CommandTransport{Command: exec.Command(bin)}),
+	}
+	checkProxy(t, tg)
+}
+
+// TestProxy_HTTP runs the checks on a stateless upstream (2026-07-28,
+// questions as input_required rounds) and a stateful one (2025-11-25,
+// elicitation/create requests on the session's SSE stream).
+func TestProxy_HTTP(t *testing.T) {
+	bin := buildUpstream(t)
+	for _, stateless := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stateless", false: "stateful"}[stateless], func(t *testing.T) {
+			up, url := startUpstreamHTTP(t, bin, stateless)
+			p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", proxyTaskTools, "--upstream-url", url)
+			tg := &proxyTarget{
+				p: p, c: &rpc{url: p.url, tasks: true}, plain: &rpc{url: p.url},
+				upLogs: up.logs, name: url, mrtr: stateless,
+				upstream: upstreamTools(t, &mcp.StreamableClientTransport{Endpoint: url}),
+			}
+			checkProxy(t, tg)
+			t.Run("die", func(t *testing.T) {
+				checkDie(t, tg, "upstream "+url+` closed the connection during tools/call "die"`)
+				<-up.done
+			})
+			t.Run("gone", func(t *testing.T) {
+				id := taskID(t, tg.c.callTool(t, "slow_echo", map[string]any{"text": "gone"}))
+				got := tg.c.waitStatus(t, id, "failed", proxyWait)
+				checkError(t, got, "upstream "+url+": cannot connect:", "connection refused")
+			})
+		})
+	}
+}
+
+// checkProxy runs the checks every upstream passes.
+func checkProxy(t *testing.T, tg *proxyTarget) {
+	t.Run("tools", func(t *testing.T) {
+		res := tg.c.mustCall(t, "tools/list", nil)
+		items, _ := res["tools"].([]any)
+		var names []string
+		for _, it := range items {
+			tl, _ := it.(map[string]any)
+			name, _ := tl["name"].(string)
+			names = append(names, name)
+			u := tg.upstream[name]
+			if u == nil {
+				t.Errorf("the proxy serves %q, which the upstream does not have", name)
+				continue
+			}
+			if tl["description"] != u.Description || !jsonEqual(tl["inputSchema"], u.InputSchema) {
+				t.Errorf("tool %s: served %v %v, the upstream has %q %v", name, tl["description"], tl["inputSchema"], u.Description, u.InputSchema)
+			}
+		}
+		if len(names) != len(tg.upstream) || len(names) != 7 {
+			t.Errorf("the proxy serves %v; the upstream has %d tools", names, len(tg.upstream))
+		}
+		if slices.Contains(names, "serverinfo_echo") || slices.Contains(names, "export_report") {
+			t.Errorf("the proxy serves built-in tools: %v", names)
+		}
+	})
+
+	t.Run("task", func(t *testing.T) {
+		id := taskID(t, tg.c.callTool(t, "slow_echo", map[string]any{"text": "slow", "seconds": 0.2}))
+		got := tg.c.waitStatus(t, id, "completed", proxyWait)
+		res, _ := got["result"].(map[string]any)
+		if texts := contentTexts(res); !slices.Equal(texts, []string{"slow"}) || res["isError"] != nil {
+			t.Errorf("result %v, want the upstream's text", got["result"])
+		}
+	})
+
+	t.Run("question", func(t *testing.T) {
+		id := taskID(t, tg.c.callTool(t, "ask_name", map[string]any{}))
+		got := tg.c.waitStatus(t, id, "input_required", proxyWait)
+		reqs, _ := got["inputRequests"].(map[string]any)
+		q, _ := reqs["upstream-1"].(map[string]any)
+		params, _ := q["params"].(map[string]any)
+		if len(reqs) != 1 || q["method"] != "elicitation/create" || params["message"] != "What is your name?" {
+			t.Fatalf("inputRequests %v, want the upstream's question under upstream-1", got["inputRequests"])
+		}
+		tg.c.mustCall(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+			"upstream-1": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}},
+		}})
+		got = tg.c.waitStatus(t, id, "completed", proxyWait)
+		if texts := contentTexts(got["result"]); !slices.Equal(texts, []string{"Hello, Ada!"}) {
+			t.Errorf("result %v, want the answer in it", got["result"])
+		}
+	})
+
+	t.Run("two questions", func(t *testing.T) {
+		id := taskID(t, tg.c.callTool(t, "ask_two", map[string]any{}))
+		answer := map[string]any{
+			"What is your name?":             map[string]any{"name": "Ada"},
+			"What is your favourite colour?": map[string]any{"colour": "green"},
+		}
+		asked := map[string]string{}
+		got := tg.c.waitFor(t, id, "completion", proxyWait, func(got map[string]any) bool {
+			if got["status"] != "input_required" {
+				return got["status"] != "working"
+			}
+			reqs, _ := got["inputRequests"].(map[string]any)
+			if tg.mrtr && len(reqs) != 2 {
+				t.Fatalf("inputRequests %v: want both questions of the round at once", reqs)
+			}
+			resp := map[string]any{}
+			for k, v := range reqs {
+				msg := fmt.Sprint(v.(map[string]any)["params"].(map[string]any)["message"])
+				asked[k] = msg
+				resp[k] = map[string]any{"action": "accept", "content": answer[msg]}
+			}
+			tg.c.mustCall(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": resp})
+			return false
+		})
+		if got["status"] != "completed" || !slices.Equal(contentTexts(got["result"]), []string{"Ada likes green"}) {
+			t.Errorf("task %v, want completed with both answers", got)
+		}
+		if len(asked) != 2 || asked["upstream-1"] == "" || asked["upstream-2"] == "" {
+			t.Errorf("asked %v, want keys upstream-1 and upstream-2", asked)
+		}
+		if tg.mrtr && asked["upstream-1"] != "What is your name?" {
+			t.Errorf("asked %v: the questions of a round are numbered in the order of the upstream's ids", asked)
+		}
+	})
+
+	t.Run("tool error", func(t *testing.T) {
+		id := taskID(t, tg.c.callTool(t, "fail", map[string]any{}))
+		got := tg.c.waitStatus(t, id, "completed", proxyWait)
+		res, _ := got["result"].(map[string]any)
+		if res["isError"] != true || !slices.Equal(contentTexts(res), []string{"fail: something broke"}) {
+			t.Errorf("result %v, want the upstream's tool error", got["result"])
+		}
+	})
+
+	t.Run("protocol error", func(t *testing.T) {
+		id := taskID(t, tg.c.callTool(t, "rpc_error", map[string]any{}))
+		got := tg.c.waitStatus(t, id, "failed", proxyWait)
+		checkError(t, got, "upstream "+tg.name+` returned error -32000 for tools/call "rpc_error": the database is locked`)
+	})
+
+	t.Run("synchronous", func(t *testing.T) {
+		res := tg.plain.callTool(t, "slow_echo", map[string]any{"text": "sync", "seconds": 0.1})
+		if res["resultType"] == "task" || !slices.Equal(contentTexts(res), []string{"sync"}) {
+			t.Errorf("result %v, want the upstream's result at once", res)
+		}
+		res = tg.plain.callTool(t, "ask_name", map[string]any{})
+		if !slices.Equal(contentTexts(res), []string{"No name given (decline)"}) {
+			t.Errorf("result %v, want the upstream's question declined", res)
+		}
+	})
+
+	t.Run("not selected", func(t *testing.T) {
+		res := tg.c.callTool(t, "quick_echo", map[string]any{"text": "quick"})
+		if res["resultType"] == "task" || !slices.Equal(contentTexts(res), []string{"quick"}) {
+			t.Errorf("result %v, want a synchronous result for a tool --task-tools leaves out", res)
+		}
+	})
+
+	t.Run("cancel", func(t *testing.T) {
+		label := "cancel-" + strings.ReplaceAll(t.Name(), "/", "-")
+		id := taskID(t, tg.c.callTool(t, "slow_echo", map[string]any{"text": label, "seconds": 60}))
+		tg.upLogs.waitFor(t, "the upstream", "slow_echo: start "+label)
+		tg.c.mustCall(t, "tasks/cancel", map[string]any{"taskId": id})
+		tg.c.waitStatus(t, id, "cancelled", proxyWait)
+		tg.upLogs.waitFor(t, "the upstream", "slow_echo: cancelled "+label)
+	})
+}
+
+// checkDie calls the tool that makes the upstream exit mid-call.
+func checkDie(t *testing.T, tg *proxyTarget, want string) {
+	t.Helper()
+	id := taskID(t, tg.c.callTool(t, "die", map[string]any{}))
+	got := tg.c.waitStatus(t, id, "failed", proxyWait)
+	checkError(t, got, want)
+}
+
+// checkError checks that a failed task carries a -32603 error whose
+// message holds every one of wants.
+func checkError(t *testing.T, got map[string]any, wants ...string) {
+	t.Helper()
+	e, _ := got["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if code, _ := e["code"].(float64); code != -32603 {
+		t.Errorf("error %v, want code -32603", got["error"])
+	}
+	for _, w := range wants {
+		if !strings.Contains(msg, w) {
+			t.Errorf("error message %q, want it to say %q", msg, w)
+		}
+	}
+	if got["statusMessage"] != msg {
+		t.Errorf("statusMessage %q, want the error's message", got["statusMessage"])
+	}
+}
+
+// TestProxy_LostWorker kills the proxy with SIGKILL while a task's
+// upstream call runs: by default the task fails when the next process
+// finds it; with --rerun the next process calls the upstream again.
+func TestProxy_LostWorker(t *testing.T) {
+	bin := buildUpstream(t)
+	db := "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
+	addr := freeAddr(t)
+	for _, rerun := range []bool{false, true} {
+		args := []string{"--store", db, "--lease", "1s"}
+		if rerun {
+			args = append(args, "--rerun")
+		}
+		args = append(args, "--upstream", bin)
+		p := startProxy(t, addr, args...)
+		c := &rpc{url: p.url, tasks: true}
+		label := fmt.Sprintf("rerun=%v", rerun)
+		id := taskID(t, c.callTool(t, "slow_echo", map[string]any{"text": label, "seconds": 1}))
+		p.logs.waitFor(t, "the upstream", "slow_echo: start "+label)
+		p.kill()
+
+		p2 := startProxy(t, addr, args...)
+		if !rerun {
+			got := c.waitStatus(t, id, "failed", proxyWait)
+			if msg := fmt.Sprint(got["error"]); !strings.Contains(msg, "worker") || !strings.Contains(msg, "lost") {
+				t.Errorf("error %v, want the lost worker named", got["error"])
+			}
+			if strings.Contains(p2.logs.String(), "slow_echo: start "+label) {
+				t.Error("the upstream was called again without --rerun")
+			}
+		} else {
+			got := c.waitStatus(t, id, "completed", proxyWait)
+			if !slices.Equal(contentTexts(got["result"]), []string{label}) {
+				t.Errorf("result %v", got["result"])
+			}
+			if !strings.Contains(p2.logs.String(), "slow_echo: start "+label) {
+				t.Error("the next process did not call the upstream again")
+			}
+		}
+		p2.kill()
+	}
+}
+
+func TestProxy_Help(t *testing.T) {
+	cmd := newProxyCmd()
+	if cmd.Short == "" || cmd.Long == "" || cmd.Example == "" {
+		t.Error("proxy: no Short, Long or Example help")
+	}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if strings.TrimSpace(f.Usage) == "" {
+			t.Errorf("proxy --%s has no help", f.Name)
+		}
+	})
+	// serve's runtime flags, reused.
+	for _, name := range []string{"listen", "store", "workers", "lease", "drain-timeout", "auth-tokens", "log-level", "max-body-bytes",
+		"upstream", "upstream-url", "task-tools", "task-mode", "rerun"} {
+		if cmd.Flags().Lookup(name) == nil {
+			t.Errorf("proxy has no --%s", name)
+		}
+	}
+	for _, name := range []string{"tools", "demo-step"} {
+		if f := cmd.Flags().Lookup(name); f != nil && !f.Hidden {
+			t.Errorf("proxy shows serve's --%s", name)
+		}
+	}
+}
+
+func TestProxy_UpstreamHeader(t *testing.T) {
+	var got http.Header
+	hs := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
+	defer hs.Close()
+	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer s3cret"}}, rt: http.DefaultTransport}
+	req, _ := http.NewRequest("GET", hs.URL, nil)
+	req.Header.Set("Authorization", "Bearer other")
+	resp, err := (&http.Client{Transport: rt}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got.Get("Authorization") != "Bearer s3cret" || req.Header.Get("Authorization") != "Bearer other" {
+		t.Errorf("upstream got %v; the request was changed to %v", got, req.Header)
+	}
+}
+
+func TestProxy_Usage(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no upstream"},
+		{[]string{"--upstream"}, "give the upstream command after it"},
+		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp", "--upstream", "x"}, "not both"},
+		{[]string{"x"}, "put --upstream before the upstream command"},
+		{[]string{"--upstream-url", "ftp://x/mcp"}, "want http://"},
+		{[]string{"--task-mode", "always", "--upstream", "x"}, `--task-mode "always"`},
+		{[]string{"--upstream-header", "nocolon", "--upstream-url", "http://127.0.0.1:1/mcp"}, "want \"NAME: VALUE\""},
+		{[]string{"--upstream", "/nonexistent/mcp-server"}, "upstream mcp-server"},
+		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "connection refused"},
+	} {
+		out, err := exec.Command(binary, append([]string{"proxy", "--store", "memory:", "--listen", "127.0.0.1:0"}, tt.args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tt.want) {
+			t.Errorf("proxy %q: %v\n%s\nwant an error saying %q", tt.args, err, out, tt.want)
+		}
+	}
+}

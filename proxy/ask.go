@@ -1,0 +1,91 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+)
+
+// asker forwards the questions the upstream asks during one call to the
+// client of the call's task.
+type asker struct {
+	ctx context.Context // the call's: done when the call ends
+	run *engine.Run
+	log *slog.Logger
+
+	mu  sync.Mutex // one question round at a time (RequestInput's rule)
+	n   int        // questions asked so far in this run: the keys' numbers
+	err error      // the first error that must end the call
+}
+
+// ask asks the questions at once, numbering them in order, and returns
+// their answers in the same order. Outside a task, or when the task's
+// client did not declare elicitation, every question is declined.
+func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err != nil {
+		return nil, a.err
+	}
+	keys := make([]string, len(ps))
+	qs := make(map[string]*mcp.ElicitParams, len(ps))
+	for i, p := range ps {
+		a.n++
+		keys[i] = fmt.Sprintf("upstream-%d", a.n)
+		qs[keys[i]] = p
+	}
+	declineAll := func(why string) []*mcp.ElicitResult {
+		a.log.Info("declining the upstream's questions", "task", a.run.ID(), "keys", keys, "why", why)
+		out := make([]*mcp.ElicitResult, len(ps))
+		for i := range out {
+			out[i] = &mcp.ElicitResult{Action: "decline"}
+		}
+		return out
+	}
+	if !a.run.InTask() {
+		return declineAll("the call runs inline, outside a task"), nil
+	}
+	answers, err := mcpserver.ElicitAll(a.ctx, a.run, qs)
+	if errors.Is(err, mcpserver.ErrElicitationNotDeclared) {
+		return declineAll(err.Error()), nil
+	}
+	if err != nil {
+		a.err = err
+		return nil, err
+	}
+	out := make([]*mcp.ElicitResult, len(ps))
+	for i, k := range keys {
+		if out[i] = answers[k]; out[i] == nil {
+			out[i] = &mcp.ElicitResult{Action: "decline"}
+		}
+	}
+	return out, nil
+}
+
+// elicit is the client's ElicitationHandler: it answers an
+// elicitation/create request of the upstream (protocol versions before
+// 2026-07-28).
+func (a *asker) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	res, err := a.ask([]*mcp.ElicitParams{req.Params})
+	if err != nil {
+		// The call is ending (cancelled, or its task left to another
+		// worker); call reports a.err, not what the upstream makes of this.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the question could not be forwarded: the call is ending"}
+	}
+	return res[0], nil
+}
+
+// failure returns the error that must end the call, if any.
+func (a *asker) failure() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.err
+}

@@ -1,0 +1,211 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Upstream says how to reach the upstream server: set one of Command, URL
+// or Transport.
+type Upstream struct {
+	// Command is the argv of a server that speaks MCP over stdio. Each
+	// session runs it anew, with the proxy's environment and working
+	// directory, in a process group of its own (so that a Ctrl-C meant
+	// for the proxy does not kill calls that the proxy drains).
+	Command []string
+	// Stderr receives the stderr of Command's processes (discarded if
+	// nil).
+	Stderr io.Writer
+	// TerminateTimeout is how long closing a stdio session waits for the
+	// process to exit after its stdin is closed, before SIGTERM, and
+	// again before SIGKILL (go-sdk's default, 5s, if zero).
+	TerminateTimeout time.Duration
+
+	// URL is the endpoint of a server that speaks Streamable HTTP.
+	URL string
+	// HTTPClient sends URL's requests (http.DefaultClient if nil).
+	HTTPClient *http.Client
+
+	// Transport, if set, returns the transport of a new session, for
+	// upstreams that neither Command nor URL reach (and for tests).
+	Transport func() (mcp.Transport, error)
+
+	// Name names the upstream in logs and error messages. The default is
+	// the base name of Command[0], or URL without its query and user
+	// information.
+	Name string
+	// ProtocolVersion is the protocol version asked for; empty asks for
+	// go-sdk's latest. go-sdk's client negotiates down to what the
+	// upstream speaks.
+	ProtocolVersion string
+}
+
+func (u *Upstream) check() error {
+	n := 0
+	for _, set := range []bool{len(u.Command) > 0, u.URL != "", u.Transport != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return errors.New("proxy: set exactly one of Upstream.Command, Upstream.URL and Upstream.Transport")
+	}
+	if u.URL != "" {
+		x, err := url.Parse(u.URL)
+		if err != nil {
+			return fmt.Errorf("proxy: upstream URL: %w", err)
+		}
+		if x.Scheme != "http" && x.Scheme != "https" || x.Host == "" {
+			return fmt.Errorf("proxy: upstream URL %q: want http://HOST/PATH or https://HOST/PATH", u.URL)
+		}
+	}
+	return nil
+}
+
+func (u *Upstream) name() string {
+	switch {
+	case u.Name != "":
+		return u.Name
+	case len(u.Command) > 0:
+		return filepath.Base(u.Command[0])
+	case u.URL != "":
+		if x, err := url.Parse(u.URL); err == nil {
+			x.User, x.RawQuery, x.Fragment = nil, "", ""
+			return x.String()
+		}
+	}
+	return "upstream"
+}
+
+// session is one client session with the upstream.
+type session struct {
+	cs *mcp.ClientSession
+	// cancelSent, for an HTTP upstream, is closed once a
+	// notifications/cancelled has been delivered.
+	cancelSent chan struct{}
+}
+
+// connect opens a session with a new client made with copts.
+func (p *Proxy) connect(ctx context.Context, copts *mcp.ClientOptions) (*session, error) {
+	var t mcp.Transport
+	s := &session{}
+	switch u := &p.up; {
+	case u.Transport != nil:
+		var err error
+		if t, err = u.Transport(); err != nil {
+			return nil, err
+		}
+	case u.URL != "":
+		hc := http.Client{}
+		if u.HTTPClient != nil {
+			hc = *u.HTTPClient
+		}
+		w := &cancelWatch{rt: hc.Transport, sent: make(chan struct{})}
+		if w.rt == nil {
+			w.rt = http.DefaultTransport
+		}
+		hc.Transport = w
+		s.cancelSent = w.sent
+		t = &mcp.StreamableClientTransport{Endpoint: u.URL, HTTPClient: &hc}
+	default:
+		cmd := exec.Command(u.Command[0], u.Command[1:]...)
+		cmd.Stderr = u.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: u.TerminateTimeout}
+	}
+	c := mcp.NewClient(p.opts.ClientInfo, copts)
+	c.AddReceivingMiddleware(refuseUndeclared)
+	var err error
+	s.cs, err = c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: p.up.ProtocolVersion})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// cancelNoticeTimeout bounds the wait for go-sdk's notifications/cancelled
+// to leave before a cancelled call's session is closed.
+const cancelNoticeTimeout = 2 * time.Second
+
+// cancelled is called when the call was cancelled. go-sdk sends
+// notifications/cancelled from a goroutine of its own, which closing the
+// session at once could cut off; over HTTP that notice is the only way a
+// stateful upstream learns of it (a stdio upstream reads the end of its
+// stdin, a stateless one the end of the request). So for an HTTP upstream
+// wait until it has been delivered, for a bounded time.
+func (s *session) cancelled() {
+	if s.cancelSent == nil {
+		return
+	}
+	t := time.NewTimer(cancelNoticeTimeout)
+	defer t.Stop()
+	select {
+	case <-s.cancelSent:
+	case <-t.C:
+	}
+}
+
+// cancelWatch is the HTTP transport of a session with an HTTP upstream: it
+// closes sent once a notifications/cancelled has been delivered.
+type cancelWatch struct {
+	rt   http.RoundTripper
+	once sync.Once
+	sent chan struct{}
+}
+
+func (w *cancelWatch) RoundTrip(r *http.Request) (*http.Response, error) {
+	notice := false
+	if r.Method == http.MethodPost && r.GetBody != nil {
+		if b, err := r.GetBody(); err == nil {
+			// A notification's method comes first: {"jsonrpc":"2.0","method":...
+			head := make([]byte, 128)
+			n, _ := io.ReadFull(b, head)
+			b.Close()
+			notice = bytes.Contains(head[:n], []byte(`"notifications/cancelled"`))
+		}
+	}
+	resp, err := w.rt.RoundTrip(r)
+	if notice {
+		w.once.Do(func() { close(w.sent) })
+	}
+	return resp, err
+}
+
+// close closes the session. For a stdio upstream it waits for the process
+// and returns how it ended if that was not a clean exit (an
+// *exec.ExitError).
+func (s *session) close() error { return s.cs.Close() }
+
+func (s *session) protocolVersion() string {
+	if r := s.cs.InitializeResult(); r != nil {
+		return r.ProtocolVersion
+	}
+	return ""
+}
+
+// refuseUndeclared answers the upstream's sampling and roots requests with
+// an error: the proxy declares neither capability and has no one to
+// forward them to. (go-sdk's client would answer roots/list with an empty
+// list.)
+func refuseUndeclared(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "sampling/createMessage", "roots/list":
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("mcptasks proxy does not forward %s to its clients", method)}
+		}
+		return next(ctx, method, req)
+	}
+}
