@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // deleteExpiredSQL deletes up to a limit (NULL: no limit) of the tasks whose
@@ -21,8 +23,15 @@ const deleteExpiredSQL = `DELETE FROM mcptasks_tasks WHERE id = ANY(ARRAY(
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED))`
 
+// sweepLeaderSQL takes the transaction-scoped advisory lock that makes one
+// replica at a time the sweeper of a schema; the others skip their turn.
+const sweepLeaderSQL = `SELECT pg_try_advisory_xact_lock(hashtextextended('mcptasks_sweep:' || current_schema(), 0))`
+
 // DeleteExpired implements [store.Store]. A limit of zero or less means no
-// limit. It skips the expired tasks that are being written at that moment.
+// limit. Sweeps of one schema run one at a time: while another replica's
+// sweep is running, DeleteExpired deletes nothing and returns 0, and that
+// replica's next batch takes the tasks. It also skips the expired tasks that
+// are being written at that moment.
 func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (int, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
@@ -30,9 +39,18 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, deleteExpiredSQL, timeValue(now), lim)
+	n := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var leader bool
+		if err := tx.QueryRow(ctx, sweepLeaderSQL).Scan(&leader); err != nil || !leader {
+			return err
+		}
+		tag, err := tx.Exec(ctx, deleteExpiredSQL, timeValue(now), lim)
+		n = int(tag.RowsAffected())
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("postgres: delete expired: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	return n, nil
 }
