@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
-	"regexp"
-	"slices"
-	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 )
 
 // migrationFS holds the schema migrations, NNN_name.up.sql, numbered from 001
@@ -24,50 +22,12 @@ var migrationFS embed.FS
 
 const migrationDir = "migrations"
 
-// migration is one numbered schema change.
-type migration struct {
-	version int
-	name    string // file name
-	sql     string
-}
-
-var migrationName = regexp.MustCompile(`^([0-9]+)_[a-z0-9_]+\.up\.sql$`)
-
-// loadMigrations reads the migrations in dir of fsys, ordered by version. It
-// rejects a file whose name is not NNN_name.up.sql, two files with one
-// version, and versions that do not run 1, 2, 3… without a gap.
-func loadMigrations(fsys fs.FS, dir string) ([]migration, error) {
-	entries, err := fs.ReadDir(fsys, dir)
+// loadMigrations reads the migrations in dir of fsys, ordered by version:
+// see [sqlstore.LoadMigrations].
+func loadMigrations(fsys fs.FS, dir string) ([]sqlstore.Migration, error) {
+	ms, err := sqlstore.LoadMigrations(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	var ms []migration
-	for _, e := range entries {
-		m := migrationName.FindStringSubmatch(e.Name())
-		if m == nil || e.IsDir() {
-			return nil, fmt.Errorf("postgres: migrations: %s: name is not NNN_name.up.sql", e.Name())
-		}
-		v, err := strconv.Atoi(m[1])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: migrations: %s: %w", e.Name(), err)
-		}
-		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("postgres: migrations: %w", err)
-		}
-		ms = append(ms, migration{version: v, name: e.Name(), sql: string(b)})
-	}
-	if len(ms) == 0 {
-		return nil, fmt.Errorf("postgres: migrations: none in %s", dir)
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	for i, m := range ms {
-		switch {
-		case i > 0 && m.version == ms[i-1].version:
-			return nil, fmt.Errorf("postgres: migrations: %s and %s have the same version %d", ms[i-1].name, m.name, m.version)
-		case m.version != i+1:
-			return nil, fmt.Errorf("postgres: migrations: %s has version %d, want %d: versions run from 1 without gaps", m.name, m.version, i+1)
-		}
+		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return ms, nil
 }
@@ -89,7 +49,7 @@ const createMigrationsSQL = `CREATE TABLE IF NOT EXISTS mcptasks_migrations (
 // transaction that holds the migration lock, and records each in
 // mcptasks_migrations. It fails if the database has a version newer than
 // the newest migration.
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, ms []sqlstore.Migration) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
@@ -114,11 +74,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, ms []migration) error {
 		for _, m := range ms[current:] {
 			// Without arguments, Exec uses the simple protocol, which runs
 			// the file's many statements.
-			if _, err := tx.Exec(ctx, m.sql); err != nil {
-				return fmt.Errorf("migrate: %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("migrate: %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO mcptasks_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-				return fmt.Errorf("migrate: %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, `INSERT INTO mcptasks_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+				return fmt.Errorf("migrate: %s: %w", m.Name, err)
 			}
 		}
 		return nil

@@ -1,17 +1,13 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -61,10 +57,10 @@ func insertValues(r *task.Record) ([]any, error) {
 		expiresAt = time.UnixMilli(r.CreatedAt.UnixMilli() + ttl).UTC()
 	}
 	return []any{
-		r.ID, r.Principal, r.Tool, rawValue(r.Args), rawValue(r.ClientCapabilities),
+		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
 		string(r.Status), r.StatusMessage,
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
-		inputRequests, answers, rawValue(r.Result), rpcErr,
+		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
 		expiresAt,
 	}, nil
@@ -78,7 +74,7 @@ func updateValues(r *task.Record) ([]any, error) {
 	}
 	return []any{
 		r.ID, string(r.Status), r.StatusMessage, timeValue(r.UpdatedAt),
-		inputRequests, answers, rawValue(r.Result), rpcErr,
+		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
 	}, nil
 }
@@ -86,13 +82,13 @@ func updateValues(r *task.Record) ([]any, error) {
 // encodeMaps returns the column values of r's input requests, answers and
 // error.
 func encodeMaps(r *task.Record) (inputRequests, answers, rpcErr any, err error) {
-	if inputRequests, err = encodeRaws(r.InputRequests); err != nil {
+	if inputRequests, err = sqlstore.EncodeRaws(r.InputRequests); err != nil {
 		return nil, nil, nil, fmt.Errorf("input requests: %w", err)
 	}
-	if answers, err = encodeRaws(r.Answers); err != nil {
+	if answers, err = sqlstore.EncodeRaws(r.Answers); err != nil {
 		return nil, nil, nil, fmt.Errorf("answers: %w", err)
 	}
-	if rpcErr, err = encodeError(r.Error); err != nil {
+	if rpcErr, err = sqlstore.EncodeError(r.Error); err != nil {
 		return nil, nil, nil, fmt.Errorf("error: %w", err)
 	}
 	return inputRequests, answers, rpcErr, nil
@@ -128,7 +124,7 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
-	r.Args, r.ClientCapabilities, r.Result = rawFrom(args), rawFrom(caps), rawFrom(result)
+	r.Args, r.ClientCapabilities, r.Result = sqlstore.RawFrom(args), sqlstore.RawFrom(caps), sqlstore.RawFrom(result)
 	r.Status = task.Status(status)
 	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
@@ -136,34 +132,16 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 		r.LeaseExpiresAt = leaseExpiresAt.UTC()
 	}
 	var err error
-	if r.InputRequests, err = decodeRaws(inputRequests); err != nil {
+	if r.InputRequests, err = sqlstore.DecodeRaws(inputRequests); err != nil {
 		return nil, fmt.Errorf("task %s: input requests: %w", r.ID, err)
 	}
-	if r.Answers, err = decodeRaws(answers); err != nil {
+	if r.Answers, err = sqlstore.DecodeRaws(answers); err != nil {
 		return nil, fmt.Errorf("task %s: answers: %w", r.ID, err)
 	}
-	if r.Error, err = decodeError(rpcErr); err != nil {
+	if r.Error, err = sqlstore.DecodeError(rpcErr); err != nil {
 		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)
 	}
 	return &r, nil
-}
-
-// rawValue is the column value of a JSON value: NULL when empty. It is a
-// string, not []byte, so that the simple protocol sends it as text rather
-// than as bytea.
-func rawValue(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
-}
-
-// rawFrom is the JSON value of a column: nil when NULL or empty.
-func rawFrom(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
 }
 
 // timeValue is the column value of a time, truncated to the millisecond
@@ -174,89 +152,4 @@ func timeValue(t time.Time) any {
 		return nil
 	}
 	return time.UnixMilli(t.UnixMilli()).UTC()
-}
-
-// encodeRaws returns m as a JSON object whose values are m's bytes, keys
-// sorted; NULL when m is empty. A nil value is written as null.
-func encodeRaws(m map[string]json.RawMessage) (any, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		key, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(key)
-		b.WriteByte(':')
-		if err := writeRaw(&b, m[k]); err != nil {
-			return nil, fmt.Errorf("key %q: %w", k, err)
-		}
-	}
-	b.WriteByte('}')
-	return b.String(), nil
-}
-
-// writeRaw writes the JSON value v, or null if it is empty.
-func writeRaw(b *strings.Builder, v json.RawMessage) error {
-	if len(v) == 0 {
-		b.WriteString("null")
-		return nil
-	}
-	if !json.Valid(v) {
-		return fmt.Errorf("not valid JSON: %.40q", v)
-	}
-	b.Write(bytes.TrimSpace(v))
-	return nil
-}
-
-// decodeRaws is the inverse of encodeRaws.
-func decodeRaws(b []byte) (map[string]json.RawMessage, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// encodeError returns e as a JSON-RPC error object that keeps e.Data's
-// bytes; NULL when e is nil.
-func encodeError(e *task.Error) (any, error) {
-	if e == nil {
-		return nil, nil
-	}
-	msg, err := json.Marshal(e.Message)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"code":%d,"message":%s`, e.Code, msg)
-	if len(e.Data) > 0 {
-		b.WriteString(`,"data":`)
-		if err := writeRaw(&b, e.Data); err != nil {
-			return nil, fmt.Errorf("data: %w", err)
-		}
-	}
-	b.WriteByte('}')
-	return b.String(), nil
-}
-
-// decodeError is the inverse of encodeError.
-func decodeError(b []byte) (*task.Error, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var e task.Error
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, err
-	}
-	return &e, nil
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
-	"github.com/mcptasks/mcptasks/task"
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 )
 
 // countActiveSQL counts the live tasks through the partial claim index.
@@ -29,12 +29,7 @@ func (s *Store) CountActive(ctx context.Context, now time.Time) (store.ActiveCou
 		if err := rows.Scan(&status, &n, &queued); err != nil {
 			return c, fmt.Errorf("sqlite: count tasks: %w", err)
 		}
-		if task.Status(status) == task.InputRequired {
-			c.InputRequired = n
-		} else {
-			c.Working = n
-		}
-		c.Queued += queued
+		sqlstore.AddCount(&c, status, n, queued)
 	}
 	if err := rows.Err(); err != nil {
 		return c, fmt.Errorf("sqlite: count tasks: %w", err)

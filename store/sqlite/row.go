@@ -1,16 +1,12 @@
 package sqlite
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"time"
 
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -32,15 +28,15 @@ const (
 
 // recordValues returns the column values of r.
 func recordValues(r *task.Record) ([]any, error) {
-	inputRequests, err := encodeRaws(r.InputRequests)
+	inputRequests, err := sqlstore.EncodeRaws(r.InputRequests)
 	if err != nil {
 		return nil, fmt.Errorf("input requests: %w", err)
 	}
-	answers, err := encodeRaws(r.Answers)
+	answers, err := sqlstore.EncodeRaws(r.Answers)
 	if err != nil {
 		return nil, fmt.Errorf("answers: %w", err)
 	}
-	rpcErr, err := encodeError(r.Error)
+	rpcErr, err := sqlstore.EncodeError(r.Error)
 	if err != nil {
 		return nil, fmt.Errorf("error: %w", err)
 	}
@@ -49,11 +45,11 @@ func recordValues(r *task.Record) ([]any, error) {
 		cancel = 1
 	}
 	return []any{
-		r.ID, r.Principal, r.Tool, rawValue(r.Args), rawValue(r.ClientCapabilities),
+		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
 		string(r.Status), r.StatusMessage,
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
-		rawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
+		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
 	}, nil
 }
 
@@ -79,7 +75,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Args, r.ClientCapabilities, r.Result = rawFrom(args), rawFrom(caps), rawFrom(result)
+	r.Args, r.ClientCapabilities, r.Result = sqlstore.RawFrom(args), sqlstore.RawFrom(caps), sqlstore.RawFrom(result)
 	r.Status = task.Status(status)
 	r.CreatedAt, r.UpdatedAt = timeFrom(created), timeFrom(updated)
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
@@ -87,13 +83,13 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	if leaseExpiresAt.Valid {
 		r.LeaseExpiresAt = timeFrom(leaseExpiresAt.Int64)
 	}
-	if r.InputRequests, err = decodeRaws(inputRequests); err != nil {
+	if r.InputRequests, err = sqlstore.DecodeRaws(inputRequests); err != nil {
 		return nil, fmt.Errorf("task %s: input requests: %w", r.ID, err)
 	}
-	if r.Answers, err = decodeRaws(answers); err != nil {
+	if r.Answers, err = sqlstore.DecodeRaws(answers); err != nil {
 		return nil, fmt.Errorf("task %s: answers: %w", r.ID, err)
 	}
-	if r.Error, err = decodeError(rpcErr); err != nil {
+	if r.Error, err = sqlstore.DecodeError(rpcErr); err != nil {
 		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)
 	}
 	return &r, nil
@@ -111,22 +107,6 @@ func update(ctx context.Context, tx *sql.Tx, r *task.Record) error {
 	return nil
 }
 
-// rawValue is the column value of a JSON value: NULL when empty.
-func rawValue(b json.RawMessage) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return string(b)
-}
-
-// rawFrom is the JSON value of a column: nil when NULL or empty.
-func rawFrom(b []byte) json.RawMessage {
-	if len(b) == 0 {
-		return nil
-	}
-	return b
-}
-
 // timeValue is the column value of an optional time: NULL when zero.
 func timeValue(t time.Time) any {
 	if t.IsZero() {
@@ -138,89 +118,4 @@ func timeValue(t time.Time) any {
 // timeFrom is the time of unix milliseconds, in UTC.
 func timeFrom(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
-}
-
-// encodeRaws returns m as a JSON object whose values are m's bytes, keys
-// sorted; NULL when m is empty. A nil value is written as null.
-func encodeRaws(m map[string]json.RawMessage) (any, error) {
-	if len(m) == 0 {
-		return nil, nil
-	}
-	var b strings.Builder
-	b.WriteByte('{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		key, err := json.Marshal(k)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(key)
-		b.WriteByte(':')
-		if err := writeRaw(&b, m[k]); err != nil {
-			return nil, fmt.Errorf("key %q: %w", k, err)
-		}
-	}
-	b.WriteByte('}')
-	return b.String(), nil
-}
-
-// writeRaw writes the JSON value v, or null if it is empty.
-func writeRaw(b *strings.Builder, v json.RawMessage) error {
-	if len(v) == 0 {
-		b.WriteString("null")
-		return nil
-	}
-	if !json.Valid(v) {
-		return fmt.Errorf("not valid JSON: %.40q", v)
-	}
-	b.Write(bytes.TrimSpace(v))
-	return nil
-}
-
-// decodeRaws is the inverse of encodeRaws.
-func decodeRaws(b []byte) (map[string]json.RawMessage, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-// encodeError returns e as a JSON-RPC error object that keeps e.Data's
-// bytes; NULL when e is nil.
-func encodeError(e *task.Error) (any, error) {
-	if e == nil {
-		return nil, nil
-	}
-	msg, err := json.Marshal(e.Message)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"code":%d,"message":%s`, e.Code, msg)
-	if len(e.Data) > 0 {
-		b.WriteString(`,"data":`)
-		if err := writeRaw(&b, e.Data); err != nil {
-			return nil, fmt.Errorf("data: %w", err)
-		}
-	}
-	b.WriteByte('}')
-	return b.String(), nil
-}
-
-// decodeError is the inverse of encodeError.
-func decodeError(b []byte) (*task.Error, error) {
-	if len(b) == 0 {
-		return nil, nil
-	}
-	var e task.Error
-	if err := json.Unmarshal(b, &e); err != nil {
-		return nil, err
-	}
-	return &e, nil
 }
