@@ -82,15 +82,10 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
 	defer cancel()
-	j, err := f.openJournal()
+	t, entry, err := f.openTask(ctx, id)
 	if err != nil {
 		return err
 	}
-	endpoint, entry, err := f.locate(ctx, j, id)
-	if err != nil {
-		return err
-	}
-	t := taskOf(f.newClient(endpoint, j, nil), id, entry)
 
 	responses := map[string]any{}
 	if f.responses != "" {
@@ -125,7 +120,7 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 		fmt.Fprintf(s.out, "%s\n", b)
 		return nil
 	}
-	fmt.Fprintf(s.out, "Answered %s of task %s. Follow it with: %s\n", strings.Join(keys, ", "), t.ID, f.hint("wait", t.ID, endpoint, entry != nil))
+	fmt.Fprintf(s.out, "Answered %s of task %s. Follow it with: %s\n", strings.Join(keys, ", "), t.ID, f.hint("wait", t.ID, t.ServerURL, entry != nil))
 	return nil
 }
 

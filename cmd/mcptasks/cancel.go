@@ -40,15 +40,10 @@ When stdout is not a terminal (or with --json), it prints one JSON object:
 func runCancel(ctx context.Context, f *cancelFlags, id string, s *streams) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
 	defer cancel()
-	j, err := f.openJournal()
+	t, entry, err := f.openTask(ctx, id)
 	if err != nil {
 		return err
 	}
-	endpoint, entry, err := f.locate(ctx, j, id)
-	if err != nil {
-		return err
-	}
-	t := taskOf(f.newClient(endpoint, j, nil), id, entry)
 	if err := t.Cancel(ctx); err != nil {
 		return explainTaskError(t.ID, err)
 	}
@@ -63,7 +58,7 @@ func runCancel(ctx context.Context, f *cancelFlags, id string, s *streams) error
 	}
 	fmt.Fprintf(s.out, "Cancellation requested; task %s is %s.\n", t.ID, st.Status)
 	if !st.Terminal() {
-		fmt.Fprintf(s.out, "See how it ends with: %s\n", f.hint("wait", t.ID, endpoint, entry != nil))
+		fmt.Fprintf(s.out, "See how it ends with: %s\n", f.hint("wait", t.ID, t.ServerURL, entry != nil))
 	}
 	return nil
 }

@@ -132,6 +132,21 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 	return "", nil, usageError("task id %s is ambiguous: %s; pass a longer id or --url", id, strings.Join(ids, ", "))
 }
 
+// openTask finds the task that id names, in the journal or at --url, and
+// returns a handle on it with a client for its server, and its journal
+// entry (nil if it has none).
+func (f *clientFlags) openTask(ctx context.Context, id string) (*client.Task, *client.Entry, error) {
+	j, err := f.openJournal()
+	if err != nil {
+		return nil, nil, err
+	}
+	endpoint, entry, err := f.locate(ctx, j, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return taskOf(f.newClient(endpoint, j, nil), id, entry), entry, nil
+}
+
 // taskOf returns the handle of task id (its full id and tool from the
 // journal's entry, if there is one).
 func taskOf(c *client.Client, id string, entry *client.Entry) *client.Task {

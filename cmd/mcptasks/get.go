@@ -72,15 +72,10 @@ func timePtr(t time.Time) *time.Time {
 func runGet(ctx context.Context, f *getFlags, id string, s *streams) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
 	defer cancel()
-	j, err := f.openJournal()
+	t, entry, err := f.openTask(ctx, id)
 	if err != nil {
 		return err
 	}
-	endpoint, entry, err := f.locate(ctx, j, id)
-	if err != nil {
-		return err
-	}
-	t := taskOf(f.newClient(endpoint, j, nil), id, entry)
 	st, err := t.Get(ctx)
 	if err != nil {
 		return explainTaskError(t.ID, err)
@@ -95,7 +90,7 @@ func runGet(ctx context.Context, f *getFlags, id string, s *streams) error {
 		fmt.Fprintf(s.out, "%s\n", b)
 		return nil
 	}
-	writeTask(s.out, t, st, f.flagsHint(endpoint, entry != nil), time.Now())
+	writeTask(s.out, t, st, f.flagsHint(t.ServerURL, entry != nil), time.Now())
 	return nil
 }
 

@@ -39,11 +39,7 @@ the journal.
 }
 
 func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
-	j, err := f.openJournal()
-	if err != nil {
-		return err
-	}
-	endpoint, entry, err := f.locate(ctx, j, id)
+	t, entry, err := f.openTask(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -52,8 +48,6 @@ func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
 	defer con.close()
 	out := newOutput(s, human)
 	defer out.close()
-	c := f.newClient(endpoint, j, nil)
-	t := taskOf(c, id, entry)
 	answered := map[string]bool{}
 	if entry != nil {
 		for _, k := range entry.AnsweredKeys {
@@ -62,8 +56,8 @@ func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
 	}
 	fw := &follower{
 		t: t, out: out, con: con, answered: answered,
-		waitHint:    f.hint("wait", t.ID, endpoint, entry != nil),
-		answerExtra: f.flagsHint(endpoint, entry != nil),
+		waitHint:    f.hint("wait", t.ID, t.ServerURL, entry != nil),
+		answerExtra: f.flagsHint(t.ServerURL, entry != nil),
 	}
 	return fw.run()
 }
