@@ -277,7 +277,7 @@ func isLoopback(hostport string) bool {
 }
 
 // writeJSON writes a JSON-RPC response whose member key ("result" or
-// "error") holds v.
+// "error") holds v. A nil id (one that could not be read) is left out.
 func writeJSON(w http.ResponseWriter, status int, id json.RawMessage, key string, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
@@ -285,8 +285,11 @@ func writeJSON(w http.ResponseWriter, status int, id json.RawMessage, key string
 		body, _ = json.Marshal(&jsonrpc.Error{Code: codeInternalError, Message: "cannot encode the result"})
 	}
 	buf := make([]byte, 0, len(body)+64)
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
+	buf = append(buf, `{"jsonrpc":"2.0"`...)
+	if id != nil {
+		buf = append(buf, `,"id":`...)
+		buf = append(buf, id...)
+	}
 	buf = append(buf, `,"`...)
 	buf = append(buf, key...)
 	buf = append(buf, `":`...)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -155,16 +156,5 @@ func headerValue(h http.Header, name string) (string, bool) {
 
 // writeError writes a JSON-RPC error response.
 func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
-	resp := struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id,omitempty"`
-		Error   struct {
-			Code    int64  `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id}
-	resp.Error.Code, resp.Error.Message = code, msg
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(resp)
+	writeJSON(w, status, id, "error", &jsonrpc.Error{Code: code, Message: msg})
 }
