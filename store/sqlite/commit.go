@@ -81,6 +81,14 @@ func (s *Store) commitGroup(group []write) {
 	ctx := context.Background()
 	if tx, err := s.w.BeginTx(ctx, nil); err != nil {
 		fail(fmt.Errorf("begin: %w", err))
+	} else if len(group) == 1 {
+		// Alone in its transaction, a write needs no savepoint: the
+		// common case when the store is not busy.
+		if errs[0] = group[0].fn(tx); errs[0] != nil {
+			_ = tx.Rollback()
+		} else if err := tx.Commit(); err != nil {
+			fail(fmt.Errorf("commit: %w", err))
+		}
 	} else {
 		for i, w := range group {
 			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
