@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -147,8 +148,9 @@ func TestIDProbe(t *testing.T) {
 // (whose JSON-RPC id is always 7), for byte comparison.
 func (c *rpc) rawGet(t *testing.T, id string) []byte {
 	t.Helper()
+	quoted, _ := json.Marshal(id)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":` + quote(id) + `}}`
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":` + string(quoted) + `}}`
 	req, _ := http.NewRequest("POST", c.url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -164,12 +166,4 @@ func (c *rpc) rawGet(t *testing.T, id string) []byte {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return append([]byte(resp.Status+" "), bytes.TrimSpace(b)...)
-}
-
-func quote(s string) string {
-	var b bytes.Buffer
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
-	return b.String()
 }
