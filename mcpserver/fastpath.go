@@ -23,48 +23,59 @@ type message struct {
 	JSONRPC string
 	ID      json.RawMessage
 	Method  string
-	Params  struct {
-		Meta           map[string]json.RawMessage `json:"_meta"`
-		TaskID         json.RawMessage            `json:"taskId"`
-		InputResponses json.RawMessage            `json:"inputResponses"`
-		// tools/call
-		Name         string          `json:"name"`
-		Arguments    json.RawMessage `json:"arguments"`
-		RequestState json.RawMessage `json:"requestState"`
-	} `json:"params"`
+	Params  params
+}
+
+// params are the request params that the guard and the fast path read.
+type params struct {
+	Meta           map[string]json.RawMessage `json:"_meta"`
+	TaskID         json.RawMessage            `json:"taskId"`
+	InputResponses json.RawMessage            `json:"inputResponses"`
+	// tools/call
+	Name         string          `json:"name"`
+	Arguments    json.RawMessage `json:"arguments"`
+	RequestState json.RawMessage `json:"requestState"`
+}
+
+// envelope is the top level of a JSON-RPC message.
+type envelope struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
 }
 
 // parse decodes a request body. If it is not one JSON-RPC message, it
 // returns the JSON-RPC error code and message to answer with. Params of the
-// wrong shape are left empty, for go-sdk to report.
+// wrong shape are left empty, for go-sdk to report. Strings and raw values
+// in m point into body.
 func (m *message) parse(body []byte) (code int64, invalid string) {
-	// A map, not a struct: member names are case-sensitive in JSON-RPC,
-	// and encoding/json matches struct fields case-insensitively.
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(body, &env); err != nil {
+	var env envelope
+	if err := decodeJSON(body, &env); err != nil {
 		var syntax *json.SyntaxError
 		switch b := bytes.TrimSpace(body); {
-		case errors.As(err, &syntax):
+		case errors.As(err, &syntax), errors.Is(err, errTrailing):
 			return -32700, "Parse error: the body is not valid JSON"
 		case len(b) > 0 && b[0] == '[':
 			return -32600, "Invalid request: batches are not supported; send one message per POST"
 		}
 		return -32600, "Invalid request: the body must be a JSON-RPC message object"
 	}
-	if json.Unmarshal(env["jsonrpc"], &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
+	if decodeJSON(env.JSONRPC, &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
 		return -32600, `Invalid request: jsonrpc must be "2.0"`
 	}
-	m.ID = env["id"]
-	method, hasMethod := env["method"]
+	m.ID = env.ID
 	switch {
 	case string(m.ID) == "null":
 		return -32600, "Invalid request: id must not be null"
-	case !hasMethod:
+	case env.Method == nil:
 		return -32600, "Invalid request: method is required" // a response or junk: clients send requests
-	case json.Unmarshal(method, &m.Method) != nil:
+	case decodeJSON(env.Method, &m.Method) != nil:
 		return -32600, "Invalid request: method must be a string"
 	}
-	_ = json.Unmarshal(env["params"], &m.Params)
+	if len(env.Params) > 0 && decodeJSON(env.Params, &m.Params) != nil {
+		m.Params = params{} // wrong shape: go-sdk reports it
+	}
 	return 0, ""
 }
 
@@ -157,7 +168,7 @@ func declaresTasksRaw(caps json.RawMessage) bool {
 	var c struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`
 	}
-	if json.Unmarshal(caps, &c) != nil {
+	if decodeJSON(caps, &c) != nil {
 		return false
 	}
 	_, ok := c.Extensions[task.ExtensionID]
@@ -208,7 +219,7 @@ func (s *Server) fastEligible(r *http.Request, m *message) bool {
 		return false
 	}
 	var v string
-	if json.Unmarshal(m.Params.Meta[metaProtocolVersion], &v) != nil || v != protocolVersion {
+	if decodeJSON(m.Params.Meta[metaProtocolVersion], &v) != nil || v != protocolVersion {
 		return false
 	}
 	if ci, ok := m.Params.Meta[metaClientInfo]; ok && !isJSONObject(ci) {
@@ -238,10 +249,10 @@ func validID(id json.RawMessage) bool {
 	}
 	if id[0] == '"' {
 		var s string
-		return json.Unmarshal(id, &s) == nil
+		return decodeJSON(id, &s) == nil
 	}
 	var n int64
-	return json.Unmarshal(id, &n) == nil
+	return decodeJSON(id, &n) == nil
 }
 
 // acceptsJSON reports whether the Accept values name both JSON and SSE, as

@@ -50,7 +50,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		case methodGet, methodUpdate, methodCancel:
 			var id string
 			name, ok := headerValue(r.Header, "Mcp-Name")
-			if json.Unmarshal(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
+			if decodeJSON(msg.Params.TaskID, &id) == nil && (!ok || name != id) {
 				writeError(w, http.StatusBadRequest, msg.ID, codeHeaderMismatch,
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"time"
 
@@ -26,6 +27,7 @@ type serveFlags struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	minPollInterval   time.Duration
+	pprofListen       string
 	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
@@ -58,6 +60,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
+	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -86,6 +89,15 @@ func serve(ctx context.Context, f *serveFlags) error {
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
+	}
+	if f.pprofListen != "" {
+		pln, err := net.Listen("tcp", f.pprofListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("--pprof-listen: %w", err)
+		}
+		defer pln.Close()
+		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
 		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools,
@@ -138,4 +150,15 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	rt.drain(f.drainTimeout)
 	return err
+}
+
+// pprofMux serves net/http/pprof's handlers on their usual paths.
+func pprofMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

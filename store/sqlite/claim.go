@@ -55,6 +55,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 				continue
 			}
 			c := store.ApplyClaim(r, p)
+			s.cache.drop(r.ID)
 			if err := update(ctx, tx, c.Record); err != nil {
 				return fmt.Errorf("sqlite: claim: %w", err)
 			}

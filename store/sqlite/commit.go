@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -46,11 +47,27 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) 
 // commitLoop commits queued writes in groups until the store closes.
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
+	// While Gets use the cache, foreign writes are checked for every
+	// CacheMaxStale/2, so that their hits stay fresh.
+	refresh := time.NewTimer(time.Hour)
+	refresh.Stop()
+	defer refresh.Stop()
+	check := func() {
+		if s.checkForeign() {
+			refresh.Reset(s.cache.maxStale / 2)
+		}
+	}
 	for {
 		var group []write
 		select {
 		case <-s.stop:
 			return
+		case <-s.cache.probeC():
+			check()
+			continue
+		case <-refresh.C:
+			check()
+			continue
 		case w := <-s.writes:
 			group = append(group, w)
 		}
@@ -64,7 +81,25 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.commitGroup(group)
+		check()
 	}
+}
+
+// checkForeign reads the write connection's data_version, which changes
+// when another process commits, and tells the cache. It reports whether
+// the cache was read since the previous check.
+func (s *Store) checkForeign() (used bool) {
+	if s.cache == nil {
+		return false
+	}
+	t := s.cache.now()
+	var v int64
+	if err := s.w.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
+		return s.cache.checked(time.Time{}, true) // unsure: forget everything
+	}
+	foreign := v != s.dataVersion
+	s.dataVersion = v
+	return s.cache.checked(t, foreign)
 }
 
 // commitGroup runs the group's writes in one transaction on the write
@@ -79,6 +114,7 @@ func (s *Store) commitGroup(group []write) {
 		}
 	}
 	ctx := context.Background()
+	s.cache.beginWrite()
 	if tx, err := s.w.BeginTx(ctx, nil); err != nil {
 		fail(fmt.Errorf("begin: %w", err))
 	} else if len(group) == 1 {
@@ -104,6 +140,7 @@ func (s *Store) commitGroup(group []write) {
 			fail(fmt.Errorf("commit: %w", err))
 		}
 	}
+	s.cache.endWrite() // before the writers learn of their commit
 	for i, w := range group {
 		w.done <- errs[i]
 	}

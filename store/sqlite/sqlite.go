@@ -41,6 +41,11 @@ const (
 	DefaultBusyTimeout = 5 * time.Second
 	// DefaultMaxReadConns is the size of the read-only connection pool.
 	DefaultMaxReadConns = 4
+	// DefaultCacheSize is how many tasks Get keeps in memory.
+	DefaultCacheSize = 10_000
+	// DefaultCacheMaxStale bounds how late a cached Get may see a write
+	// made by another process on the same file.
+	DefaultCacheMaxStale = 10 * time.Millisecond
 )
 
 // Options configure [Open]. A nil or zero Options uses the defaults.
@@ -51,6 +56,17 @@ type Options struct {
 	// MaxReadConns caps the read-only connection pool; zero means
 	// DefaultMaxReadConns.
 	MaxReadConns int
+	// CacheSize is how many tasks Get keeps in memory, so that repeated
+	// polls of a task that has not changed need no read transaction; zero
+	// means DefaultCacheSize and a negative value turns the cache off. The
+	// cache never serves a record older than this process's last write to
+	// it; see CacheMaxStale for other processes' writes.
+	CacheSize int
+	// CacheMaxStale bounds how late Get may see a write made by another
+	// process that has the same file open (a worker beside a server): a
+	// cached task is served only within CacheMaxStale of a check for such
+	// writes. Zero means DefaultCacheMaxStale.
+	CacheMaxStale time.Duration
 }
 
 // Store is a [store.Store] kept in one SQLite file. It is safe for
@@ -59,6 +75,9 @@ type Store struct {
 	w   *sql.DB   // the one write connection: SQLite has one writer
 	r   *sql.DB   // read-only connections
 	get *sql.Stmt // getSQL on r, prepared once per connection
+
+	cache       *cache // nil when Options.CacheSize < 0
+	dataVersion int64  // of w, as last read by the commit loop
 
 	writes    chan write    // to commitLoop
 	stop      chan struct{} // closed by Close
@@ -121,6 +140,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	s := &Store{w: w, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
+	if o.CacheSize > 0 {
+		s.cache = newCache(o.CacheSize, o.CacheMaxStale)
+		s.checkForeign()
+	}
 	go s.commitLoop()
 	return s, nil
 }
@@ -134,6 +157,9 @@ func options(opts *Options) (Options, error) {
 	if o.BusyTimeout < 0 {
 		return o, fmt.Errorf("sqlite: Options.BusyTimeout is %v: use zero for the default or a positive duration", o.BusyTimeout)
 	}
+	if o.CacheMaxStale < 0 {
+		return o, fmt.Errorf("sqlite: Options.CacheMaxStale is %v: use zero for the default or a positive duration", o.CacheMaxStale)
+	}
 	if o.MaxReadConns < 0 {
 		return o, fmt.Errorf("sqlite: Options.MaxReadConns is %d: use zero for the default or a positive number", o.MaxReadConns)
 	}
@@ -142,6 +168,12 @@ func options(opts *Options) (Options, error) {
 	}
 	if o.MaxReadConns == 0 {
 		o.MaxReadConns = DefaultMaxReadConns
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheMaxStale == 0 {
+		o.CacheMaxStale = DefaultCacheMaxStale
 	}
 	return o, nil
 }

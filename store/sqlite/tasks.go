@@ -13,6 +13,10 @@ import (
 
 // Get implements [store.Store]. It is a primary-key read on the read pool.
 func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	r, seq := s.cache.get(id)
+	if r != nil {
+		return r, nil
+	}
 	r, err := scanRecord(s.get.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
@@ -20,6 +24,7 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get task: %w", err)
 	}
+	s.cache.fill(seq, r)
 	return r, nil
 }
 
@@ -29,6 +34,7 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) (*task.Record, error) {
 	var out *task.Record
 	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+		s.cache.drop(id)
 		r, err := scanRecord(tx.QueryRowContext(ctx, getSQL, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound

@@ -1,0 +1,185 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/storetest"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+func TestStore_NoCache(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheSize: -1})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	})
+}
+
+func (c *cache) hitCount() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits
+}
+
+// TestCache_Hits checks that a second Get of an unchanged task is a hit,
+// that a write of this process is seen at once, and that the cache holds
+// no more than its size.
+func TestCache_Hits(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheSize: 2, CacheMaxStale: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.Create(ctx, newTask(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(id string) *task.Record {
+		t.Helper()
+		r, err := s.Get(ctx, id)
+		if err != nil {
+			t.Fatalf("Get(%s): %v", id, err)
+		}
+		return r
+	}
+	get("a")
+	if n := s.cache.hitCount(); n != 0 {
+		t.Fatalf("hits after the first Get = %d, want 0", n)
+	}
+	r := get("a")
+	if n := s.cache.hitCount(); n != 1 {
+		t.Fatalf("hits after the second Get = %d, want 1", n)
+	}
+	r.StatusMessage = "changed by the caller" // must not reach the cache
+	if got := get("a"); got.StatusMessage != "" {
+		t.Errorf("a caller's change to a returned record reached the cache: %q", got.StatusMessage)
+	}
+
+	if _, err := s.RequestCancel(ctx, store.CancelParams{ID: "a", Principal: "alice", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := get("a"); got.Status != task.Cancelled {
+		t.Errorf("after RequestCancel, Get = %s, want cancelled", got.Status)
+	}
+
+	get("b")
+	get("c")
+	s.cache.mu.Lock()
+	n := len(s.cache.m)
+	s.cache.mu.Unlock()
+	if n > 2 {
+		t.Errorf("cache holds %d tasks, want at most CacheSize 2", n)
+	}
+}
+
+// TestCache_ReadsFollowWrites checks, with readers racing a writer, that a
+// Get that begins after a write returned never sees an older record.
+func TestCache_ReadsFollowWrites(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := openTemp(t)
+	defer s.Close()
+	if err := s.Create(ctx, newTask("t")); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0, LeaseExpiresAt: t0.Add(time.Hour)})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("Claim = %d, %v", len(cs), err)
+	}
+	const writes = 200
+	var written atomic.Int64 // the last message whose write returned
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for written.Load() < writes {
+				before := written.Load()
+				r, err := s.Get(ctx, "t")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got, _ := strconv.ParseInt(r.StatusMessage, 10, 64)
+				if got < before {
+					t.Errorf("Get returned message %d after write %d had returned", got, before)
+					return
+				}
+			}
+		})
+	}
+	for i := int64(1); i <= writes; i++ {
+		err := s.SetStatusMessage(ctx, store.StatusMessageParams{
+			FenceParams: store.FenceParams{ID: "t", Attempt: 1, Now: t0}, StatusMessage: strconv.FormatInt(i, 10),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		written.Store(i)
+	}
+	wg.Wait()
+	if s.cache.hitCount() == 0 {
+		t.Error("no Get was served by the cache")
+	}
+}
+
+// TestCache_OtherProcess checks how a write made through another handle on
+// the same file (as by another process) is seen: possibly late within
+// CacheMaxStale of the last check, and at once after it.
+func TestCache_OtherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tasks.db")
+	a, err := Open(ctx, path, &Options{CacheMaxStale: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+
+	var now atomic.Int64 // a's clock, in nanoseconds since start
+	start := time.Now()
+	a.cache.mu.Lock()
+	a.cache.now = func() time.Time { return start.Add(time.Duration(now.Load())) }
+	a.cache.checkedAt = start
+	a.cache.mu.Unlock()
+
+	if err := a.Create(ctx, newTask("t")); err != nil {
+		t.Fatal(err)
+	}
+	status := func() task.Status {
+		t.Helper()
+		r, err := a.Get(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Status
+	}
+	status() // cached
+	if _, err := b.RequestCancel(ctx, store.CancelParams{ID: "t", Principal: "alice", Now: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := status(); got != task.Working {
+		t.Errorf("within CacheMaxStale of the last check: %s, want the cached working", got)
+	}
+	now.Add(int64(2 * time.Minute))
+	for range 3 { // the first read goes to the file; the check follows
+		if got := status(); got != task.Cancelled {
+			t.Fatalf("after CacheMaxStale: %s, want cancelled", got)
+		}
+	}
+}
