@@ -97,7 +97,7 @@ func wantRunSpan(t *testing.T, span sdktrace.ReadOnlySpan, id, tool string, atte
 		attrAttempt: attribute.IntValue(attempt),
 	} {
 		if got := spanAttr(span, k); got != want {
-			t.Errorf("attribute %s = %q, want %q", k, got.Emit(), want.Emit())
+			t.Errorf("attribute %s = %q, want %q", k, got.String(), want.String())
 		}
 	}
 }
