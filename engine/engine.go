@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcptasks/mcptasks/store"
 )
 
@@ -70,6 +72,12 @@ type Options struct {
 	// Observer, if set, receives the engine's store calls and task flow,
 	// for metrics.
 	Observer Observer
+	// TracerProvider, if set, traces every run of a task: a span "task
+	// TOOL" whose parent is the span that created the task (the record's
+	// TraceParent), so that a run on any process, or a re-run after a
+	// crash, continues the creator's trace. Nil means no tracing, at no
+	// cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Engine creates and runs tasks on a [store.Store].
@@ -77,6 +85,7 @@ type Engine struct {
 	st    store.Store // the store, observed if Options.Observer is set
 	raw   store.Store // the store as given, for its optional interfaces
 	obs   Observer
+	trc   trace.Tracer // nil without Options.TracerProvider
 	opts  Options
 	log   *slog.Logger
 	tools map[string]*Tool
@@ -122,6 +131,9 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	if o.Observer != nil {
 		e.obs = o.Observer
 		e.st = observed{st: st, obs: o.Observer}
+	}
+	if o.TracerProvider != nil {
+		e.trc = o.TracerProvider.Tracer(tracerName)
 	}
 	e.log = o.Logger
 	if e.log == nil {

@@ -70,6 +70,7 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 	if err := r.e.st.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg}); err != nil {
 		return fmt.Errorf("engine: set status: %w", err)
 	}
+	spanStatusMessage(r.x.span, msg)
 	return nil
 }
 
@@ -112,7 +113,10 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			// whole lease, the heartbeat cancels ctx.
 			e.log.Warn("re-read input answers", "task", r.ID(), "err", err)
 		case len(answers) == len(requests):
+			spanInputAnswered(x.span, requests, !asked)
 			return answers, nil
+		case !asked:
+			spanInputRequested(x.span, requests, answers)
 		}
 		if x.slot {
 			x.slot = false

@@ -20,6 +20,9 @@ type CreateParams struct {
 	Principal string
 	// ClientCapabilities is the originating request's client capabilities.
 	ClientCapabilities json.RawMessage
+	// TraceParent is the W3C traceparent of the span that creates the
+	// task, if the caller traces; the span of each run is its child.
+	TraceParent string
 }
 
 // Create makes a task and returns it once it is durable in the store, so
@@ -37,6 +40,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		Tool:               p.Tool,
 		Args:               p.Args,
 		ClientCapabilities: p.ClientCapabilities,
+		TraceParent:        p.TraceParent,
 		Status:             task.Working,
 		CreatedAt:          now,
 		UpdatedAt:          now,

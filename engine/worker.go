@@ -8,6 +8,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -28,6 +30,7 @@ type execution struct {
 	input   chan struct{}   // buffered(1): answers may have arrived
 	parked  <-chan struct{} // closed by Shutdown: release if parked
 	slot    bool            // holds a worker slot; guarded by being used by one goroutine
+	span    trace.Span      // the run's span; records nothing without tracing
 }
 
 // Start starts the worker pool and the sweeper. They run until ctx is done
@@ -130,14 +133,21 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	}()
 	t := e.tools[c.Tool]
 	log := e.log.With("task", c.ID, "tool", c.Tool, "attempt", c.Attempt)
+	// The handler's ctx outlives loopCtx: Shutdown stops claiming first and
+	// cancels running handlers only when its drain deadline passes.
+	runCtx, span := e.startSpan(context.WithoutCancel(loopCtx), c)
+	defer span.End()
+	x.span = span
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
 	finish := func(p store.FinishParams) {
 		p.FenceParams = fence()
-		if err := e.st.Finish(context.WithoutCancel(loopCtx), p); err != nil {
+		if err := e.st.Finish(runCtx, p); err != nil {
 			log.Warn("finish task", "status", p.Status, "err", err)
+			spanFinishFailed(span, err)
 			return
 		}
 		e.obs.TaskFinished(c.Tool, p.Status)
+		spanFinished(span, p)
 		log.Info("task finished", "status", p.Status)
 	}
 	switch {
@@ -156,9 +166,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 		log.Warn("re-running task after a lost worker")
 	}
 
-	// The handler's ctx outlives loopCtx: Shutdown stops claiming first and
-	// cancels running handlers only when its drain deadline passes.
-	ctx, cancel := context.WithCancelCause(context.WithoutCancel(loopCtx))
+	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	x.tool, x.cancel, x.input, x.parked = t, cancel, make(chan struct{}, 1), e.draining
 	e.mu.Lock()
@@ -183,6 +191,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	switch {
 	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, ErrReleased):
 		log.Info("task left to another worker", "cause", cause, "err", err)
+		spanLeft(span, cause, err)
 	case errors.Is(cause, errCancelRequested):
 		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
 	case err != nil:

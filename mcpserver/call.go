@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/task"
@@ -88,11 +90,19 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.callTool(ctx, r, next)
 			}
 		case methodGet, methodUpdate, methodCancel:
+			ctx, span := s.startSpan(ctx, method, "", requestHeader(req), requestMeta(req))
+			defer span.End()
+			spanTaskID(span, requestTaskID(req))
 			r, ok := req.(caller)
 			if !ok || !declaresTasks(r) {
-				return nil, missingTasksCapability(method)
+				err := missingTasksCapability(method)
+				spanError(span, err)
+				return nil, err
 			}
 			ctx = context.WithValue(ctx, principalKey{}, s.opts.Principal(req.GetExtra()))
+			res, err := next(ctx, method, req)
+			spanError(span, err)
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
@@ -129,17 +139,28 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
 	}
-	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()))
+	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), requestMeta(req))
 }
 
 // createTask creates a task of tool t and returns its CreateTaskResult.
-func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string) (*CreateTaskResult, error) {
+// With tracing, it does so in a server span whose parent is the trace
+// context of the request's headers h or params._meta, and the task keeps
+// that span's traceparent.
+func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
+	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
+	defer span.End()
 	r, err := s.eng.Create(ctx, engine.CreateParams{
 		Tool: t.tool.Name, Args: args, ClientCapabilities: caps, Principal: principal,
+		TraceParent: s.traceParent(ctx),
 	})
 	if err != nil {
 		s.log.Error("create task", "tool", t.tool.Name, "err", err)
-		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "The task could not be stored; try again"}
+		err := &jsonrpc.Error{Code: codeInternalError, Message: "The task could not be stored; try again"}
+		spanError(span, err)
+		return nil, err
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attrTaskID.String(r.ID))
 	}
 	s.log.Info("task created", "task", r.ID, "tool", r.Tool)
 	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil

@@ -103,6 +103,8 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
+	ctx, span := s.startSpan(r.Context(), m.Method, "", r.Header, rawMeta(m.Params.Meta))
+	spanTaskID(span, m.Params.TaskID)
 	var (
 		res any
 		err error
@@ -111,8 +113,10 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 		err = missingTasksCapability(m.Method)
 	} else {
 		extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-		res, err = s.taskMethod(r.Context(), m, s.opts.Principal(extra))
+		res, err = s.taskMethod(ctx, m, s.opts.Principal(extra))
 	}
+	spanError(span, err)
+	span.End() // before the reply: a client that got it finds the span ended
 	if err != nil {
 		je, ok := err.(*jsonrpc.Error)
 		if !ok {
@@ -156,7 +160,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return true
 	}
 	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra))
+	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra), r.Header, rawMeta(m.Params.Meta))
 	if err != nil {
 		writeJSON(w, http.StatusOK, m.ID, "error", err)
 		return true

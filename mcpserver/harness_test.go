@@ -18,11 +18,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/internal/fixtures"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
@@ -61,6 +63,10 @@ type serverConfig struct {
 	tokens mcpserver.Tokens
 	// noFastPath serves tasks/* through go-sdk.
 	noFastPath bool
+	// tracerProvider traces the server and the engine (no tracing if nil).
+	tracerProvider trace.TracerProvider
+	// store keeps the tasks (a fresh memory store if nil).
+	store store.Store
 }
 
 // startServer starts a server with the fixtures of package tasktools on a
@@ -71,11 +77,16 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		ServerOptions:   fixtures.ServerOptions(),
 		MaxBodyBytes:    cfg.maxBodyBytes,
 		DisableFastPath: cfg.noFastPath,
+		TracerProvider:  cfg.tracerProvider,
 	})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4})
+	st := cfg.store
+	if st == nil {
+		st = memory.New()
+	}
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: 4, TracerProvider: cfg.tracerProvider})
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}

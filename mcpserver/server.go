@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/task"
@@ -44,6 +45,13 @@ type Options struct {
 	DisableFastPath bool
 	// Logger receives logs (discarded if nil).
 	Logger *slog.Logger
+	// TracerProvider, if set, traces task-creating tools/call requests
+	// and tasks/get, tasks/update and tasks/cancel: a server span each,
+	// whose parent is the W3C trace context of the request's traceparent
+	// and tracestate headers or, without them, of params._meta. A created
+	// task keeps its span's traceparent, for the worker's span (see
+	// engine.Options.TracerProvider). Nil means no tracing, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // Server is an MCP server whose tools may run as durable tasks. Register
@@ -57,6 +65,7 @@ type Server struct {
 	tools map[string]*toolEntry
 	eng   *engine.Engine
 	polls *pollLimiter // nil without Options.MinPollInterval
+	trc   trace.Tracer // nil without Options.TracerProvider
 }
 
 // New returns a Server for the implementation impl.
@@ -73,6 +82,9 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	}
 	if s.opts.MinPollInterval > 0 {
 		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, last: map[string]time.Time{}}
+	}
+	if s.opts.TracerProvider != nil {
+		s.trc = s.opts.TracerProvider.Tracer(tracerName)
 	}
 	s.log = s.opts.Logger
 	if s.log == nil {

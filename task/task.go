@@ -25,6 +25,11 @@ type Record struct {
 	// ClientCapabilities is the JSON of the originating request's client
 	// capabilities; input requests are limited to what it declares.
 	ClientCapabilities json.RawMessage
+	// TraceParent is the W3C traceparent of the span that created the
+	// task, so that the span of the worker that runs it, in any process
+	// and after a crash, continues the same trace. Empty when tracing was
+	// off.
+	TraceParent string
 
 	// Status is the current status.
 	Status Status

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/cmdtool"
 	"github.com/mcptasks/mcptasks/engine"
@@ -38,6 +40,7 @@ type runFlags struct {
 	demoStep     time.Duration
 	logLevel     string
 	tools        toolsFlag
+	otelEndpoint string
 }
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
@@ -48,6 +51,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Var(&f.tools, "tools", "tools.yaml `file` of command tools to serve as task-backed tools (see examples/tools.yaml); checked at start-up, every process of a deployment needs the same file")
+	fl.StringVar(&f.otelEndpoint, "otel-endpoint", "", "send OpenTelemetry traces (OTLP over HTTP) to the collector at this base `URL`, e.g. http://127.0.0.1:4318 (spans go to URL/v1/traces); default: the collector of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing")
 }
 
 // toolsFlag is --tools. The file is loaded and checked when the flag is
@@ -78,7 +82,8 @@ type runtime struct {
 	st  store.Store
 	srv *mcpserver.Server
 	eng *engine.Engine
-	reg *prometheus.Registry // served at /metrics
+	reg *prometheus.Registry     // served at /metrics
+	tp  *sdktrace.TracerProvider // nil when tracing is off
 }
 
 // runtimeOptions are the settings of a runtime that are not flags of every
@@ -90,7 +95,7 @@ type runtimeOptions struct {
 }
 
 // newRuntime validates f and builds the runtime.
-func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (*runtime, error) {
+func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime, err error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -105,6 +110,20 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (*runtime, e
 		return nil, fmt.Errorf("--demo-step must be positive, got %s", f.demoStep)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	tp, otlpTo, err := newTracerProvider(ctx, f.otelEndpoint, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	var tracing trace.TracerProvider // a nil interface when off, not a nil *TracerProvider
+	if tp != nil {
+		tracing = tp
+		log.Info("tracing", "otlp_endpoint", otlpTo)
+		defer func() {
+			if err != nil {
+				_ = tp.Shutdown(context.WithoutCancel(ctx))
+			}
+		}()
+	}
 
 	ts := o.tools
 	if ts == nil {
@@ -115,6 +134,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (*runtime, e
 		MaxBodyBytes:    o.maxBody,
 		MinPollInterval: o.minPollInterval,
 		Logger:          log,
+		TracerProvider:  tracing,
 	})
 	if err := ts.register(srv); err != nil {
 		return nil, err
@@ -134,12 +154,12 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (*runtime, e
 		st.Close()
 		return nil, err
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs})
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs, TracerProvider: tracing})
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg}, nil
+	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp}, nil
 }
 
 // toolSet is what a process serves: the options of its MCP server and the
@@ -179,6 +199,14 @@ func (rt *runtime) drain(timeout time.Duration) {
 	}
 	if err := rt.st.Close(); err != nil {
 		rt.log.Warn("close store", "err", err)
+	}
+	if rt.tp != nil {
+		// After the engine: the spans of the runs that drained are sent too.
+		ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+		defer cancel()
+		if err := rt.tp.Shutdown(ctx); err != nil {
+			rt.log.Warn("flush traces", "err", err)
+		}
 	}
 	rt.log.Info("stopped")
 }

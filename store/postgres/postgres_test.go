@@ -142,12 +142,16 @@ func TestOpen_Reopen(t *testing.T) {
 	if err != nil || string(got.Args) != `{"n": 1}` {
 		t.Fatalf("Get after reopen = %+v, %v", got, err)
 	}
+	ms, err := loadMigrations(migrationFS, migrationDir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var n int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM mcptasks_migrations`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("mcptasks_migrations has %d rows after reopening, want 1", n)
+	if n != len(ms) {
+		t.Errorf("mcptasks_migrations has %d rows after reopening, want %d", n, len(ms))
 	}
 }
 

@@ -15,7 +15,8 @@ import (
 // scanRecord. expires_at is derived and not read back.
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
-	result, error, cancel_requested, attempt, lease_owner, lease_expires_at`
+	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
+	trace_parent`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
@@ -25,17 +26,17 @@ const (
 	// insertRowSQL inserts a task unless its id exists. The values are
 	// those of insertValues.
 	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
 		ON CONFLICT (id) DO NOTHING`
 
 	// insertSQL is insertRowSQL that, if the task was new, notifies its
 	// creation in the same statement; it returns the number of rows
 	// inserted. The values are those of insertValues, then the channel.
 	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
-	SELECT count(*) FROM ins, pg_notify($21, 'created:' || ins.id)`
+	SELECT count(*) FROM ins, pg_notify($22, 'created:' || ins.id)`
 
 	// updateSQL writes back the columns that the state machine changes;
-	// the others are fixed at creation. The values are those of
+	// the others (trace_parent among them) are fixed at creation. The values are those of
 	// updateValues.
 	updateSQL = `UPDATE mcptasks_tasks SET
 		status = $2, status_message = $3, updated_at = $4,
@@ -62,7 +63,7 @@ func insertValues(r *task.Record) ([]any, error) {
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		expiresAt,
+		r.TraceParent, expiresAt,
 	}, nil
 }
 
@@ -120,7 +121,8 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	)
 	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
-		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt}
+		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
+		&r.TraceParent}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

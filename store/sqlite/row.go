@@ -14,10 +14,11 @@ import (
 // recordValues and scanRecord. expires_at is computed by SQLite.
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
-	result, error, cancel_requested, attempt, lease_owner, lease_expires_at`
+	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
+	trace_parent`
 
 // marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
@@ -50,6 +51,7 @@ func recordValues(r *task.Record) ([]any, error) {
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
+		r.TraceParent,
 	}, nil
 }
 
@@ -71,7 +73,8 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	)
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
-		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt)
+		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
+		&r.TraceParent)
 	if err != nil {
 		return nil, err
 	}

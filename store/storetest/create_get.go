@@ -61,6 +61,8 @@ func testCreateGet(t *testing.T, f factory) {
 		wantErr(t, "Get(unknown)", err, store.ErrNotFound)
 	})
 
+	t.Run("TraceParentKept", func(t *testing.T) { testTraceParentKept(t, f) })
+
 	t.Run("ManyTasks", func(t *testing.T) {
 		t.Parallel()
 		s := f.open(t)
@@ -99,6 +101,7 @@ func testRoundTrip(t *testing.T, f factory) {
 					Tool:               "render/video",
 					Args:               json.RawMessage(`{"frames": [1, 2, 3], "name":"caf\u00e9 <b>&</b>"}`),
 					ClientCapabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{}}`),
+					TraceParent:        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 					Status:             task.InputRequired,
 					StatusMessage:      "waiting for the operator — ünïcode ✓",
 					CreatedAt:          ms(123),
@@ -189,6 +192,75 @@ func testRoundTrip(t *testing.T, f factory) {
 			want := r.Clone()
 			create(t, s, r)
 			wantStored(t, s, want)
+		})
+	}
+}
+
+// testTraceParentKept checks that TraceParent, set at creation, survives
+// every later write: the worker that runs the task, on any process and
+// after a crash, reads it to continue the creator's trace.
+func testTraceParentKept(t *testing.T, f factory) {
+	const tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		write func(t *testing.T, s store.Store, id string)
+	}{
+		{"Claim", func(t *testing.T, s store.Store, id string) { claim(t, s, "w1", at(time.Second)) }},
+		{"Heartbeat", func(t *testing.T, s store.Store, id string) {
+			c := claim(t, s, "w1", at(time.Second))
+			if _, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(lease)}); err != nil {
+				t.Fatalf("Heartbeat: %v", err)
+			}
+		}},
+		{"SetStatusMessage", func(t *testing.T, s store.Store, id string) {
+			c := claim(t, s, "w1", at(time.Second))
+			if err := s.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: fence(c, at(2*time.Second)), StatusMessage: "busy"}); err != nil {
+				t.Fatalf("SetStatusMessage: %v", err)
+			}
+		}},
+		{"RequestInputAnswer", func(t *testing.T, s store.Store, id string) {
+			c := claim(t, s, "w1", at(time.Second))
+			requestInput(t, s, c, at(2*time.Second), raws("a", reqA))
+			wantKeys(t, "Answer", answer(t, s, id, at(3*time.Second), raws("a", respA)), "a")
+		}},
+		{"ReleaseReclaim", func(t *testing.T, s store.Store, id string) {
+			c := claim(t, s, "w1", at(time.Second))
+			if err := s.Release(ctx, fence(c, at(2*time.Second))); err != nil {
+				t.Fatalf("Release: %v", err)
+			}
+			claim(t, s, "w2", at(3*time.Second))
+		}},
+		{"LostAndReclaimed", func(t *testing.T, s store.Store, id string) {
+			claim(t, s, "w1", at(time.Second))
+			claim(t, s, "w2", at(time.Second+lease))
+		}},
+		{"Finish", func(t *testing.T, s store.Store, id string) {
+			c := claim(t, s, "w1", at(time.Second))
+			if err := s.Finish(ctx, store.FinishParams{FenceParams: fence(c, at(2*time.Second)), Status: task.Completed, Result: json.RawMessage(`{}`)}); err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+		}},
+		{"RequestCancel", func(t *testing.T, s store.Store, id string) {
+			if _, err := s.RequestCancel(ctx, store.CancelParams{ID: id, Principal: alice, Now: at(time.Second), StatusMessage: "stop"}); err != nil {
+				t.Fatalf("RequestCancel: %v", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := f.open(t)
+			r := newTask("t1")
+			r.TraceParent = tp
+			create(t, s, r)
+			if got := get(t, s, "t1").TraceParent; got != tp {
+				t.Fatalf("after Create: TraceParent = %q, want %q", got, tp)
+			}
+			tt.write(t, s, "t1")
+			if got := get(t, s, "t1").TraceParent; got != tp {
+				t.Errorf("after %s: TraceParent = %q, want %q", tt.name, got, tp)
+			}
 		})
 	}
 }

@@ -300,6 +300,7 @@ func diffRecords(got, want *task.Record) []string {
 	str("Tool", got.Tool, want.Tool)
 	raw("Args", got.Args, want.Args)
 	raw("ClientCapabilities", got.ClientCapabilities, want.ClientCapabilities)
+	str("TraceParent", got.TraceParent, want.TraceParent)
 	str("Status", string(got.Status), string(want.Status))
 	str("StatusMessage", got.StatusMessage, want.StatusMessage)
 	tm("CreatedAt", got.CreatedAt, want.CreatedAt)

@@ -1,0 +1,185 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+)
+
+// tracerName is the instrumentation scope of the server's spans.
+const tracerName = "github.com/mcptasks/mcptasks/mcpserver"
+
+// Attributes of the server's spans: the OpenTelemetry semantic conventions
+// for MCP, and the task id.
+const (
+	attrMethod    = attribute.Key("mcp.method.name")
+	attrTool      = attribute.Key("gen_ai.tool.name")
+	attrErrorType = attribute.Key("error.type")
+	attrTaskID    = attribute.Key("mcptasks.task.id")
+)
+
+// startSpan starts the server span of a request of method (about tool, if
+// not empty) and returns ctx carrying it. Its parent is, in this order: a
+// span ctx already carries (an HTTP instrumentation's, itself made from the
+// headers), the W3C traceparent and tracestate of the HTTP headers h, those
+// of params._meta. Without a TracerProvider it reads nothing and returns
+// ctx and a span that records nothing.
+func (s *Server) startSpan(ctx context.Context, method, tool string, h http.Header, meta propagation.TextMapCarrier) (context.Context, trace.Span) {
+	if s.trc == nil {
+		return ctx, noop.Span{}
+	}
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		tc := propagation.TraceContext{}
+		pctx := tc.Extract(ctx, propagation.HeaderCarrier(h))
+		if !trace.SpanContextFromContext(pctx).IsValid() && meta != nil {
+			pctx = tc.Extract(ctx, meta)
+		}
+		ctx = pctx
+	}
+	name := method
+	attrs := []attribute.KeyValue{attrMethod.String(method)}
+	if tool != "" {
+		name += " " + tool
+		attrs = append(attrs, attrTool.String(tool))
+	}
+	return s.trc.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// traceParent returns the W3C traceparent of the span in ctx, for a task
+// created under it; "" without tracing.
+func (s *Server) traceParent(ctx context.Context) string {
+	if s.trc == nil || !trace.SpanContextFromContext(ctx).IsValid() {
+		return ""
+	}
+	c := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, c)
+	return c["traceparent"]
+}
+
+// spanTaskID records the task id of a tasks/* request, given as the raw
+// params.taskId, on span.
+func spanTaskID(span trace.Span, raw json.RawMessage) {
+	if !span.IsRecording() {
+		return
+	}
+	var id string
+	if json.Unmarshal(raw, &id) == nil {
+		span.SetAttributes(attrTaskID.String(id))
+	}
+}
+
+// spanError records the error a request is answered with on span: its
+// JSON-RPC code as error.type, its message as the status description.
+func spanError(span trace.Span, err error) {
+	if err == nil || !span.IsRecording() {
+		return
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		span.SetAttributes(attrErrorType.String(strconv.FormatInt(je.Code, 10)))
+		span.SetStatus(codes.Error, je.Message)
+		return
+	}
+	span.SetAttributes(attrErrorType.String("_OTHER"))
+	span.SetStatus(codes.Error, err.Error())
+}
+
+// rawMeta is the params._meta of a request read by the fast path, as a
+// carrier of the trace context.
+type rawMeta map[string]json.RawMessage
+
+// Get returns the string value of key, or "".
+func (m rawMeta) Get(key string) string {
+	var v string
+	if raw, ok := m[key]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	return ""
+}
+
+// Set does nothing: the server only reads trace context.
+func (rawMeta) Set(string, string) {}
+
+// Keys returns the keys of m.
+func (m rawMeta) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// anyMeta is the params._meta of a request decoded by go-sdk, as a carrier
+// of the trace context.
+type anyMeta map[string]any
+
+// Get returns the string value of key, or "".
+func (m anyMeta) Get(key string) string {
+	v, _ := m[key].(string)
+	return v
+}
+
+// Set does nothing: the server only reads trace context.
+func (anyMeta) Set(string, string) {}
+
+// Keys returns the keys of m.
+func (m anyMeta) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// requestMeta returns the params._meta of a go-sdk request of tools/call or
+// tasks/*, and nil for other requests or absent params.
+func requestMeta(req mcp.Request) anyMeta {
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	case *mcp.ServerRequest[*TaskParams]:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	case *mcp.ServerRequest[*UpdateParams]:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	}
+	return nil
+}
+
+// requestTaskID returns the raw params.taskId of a go-sdk tasks/* request.
+func requestTaskID(req mcp.Request) json.RawMessage {
+	switch r := req.(type) {
+	case *mcp.ServerRequest[*TaskParams]:
+		if r.Params != nil {
+			return r.Params.TaskID
+		}
+	case *mcp.ServerRequest[*UpdateParams]:
+		if r.Params != nil {
+			return r.Params.TaskID
+		}
+	}
+	return nil
+}
+
+// requestHeader returns the HTTP headers of a go-sdk request, if any.
+func requestHeader(req mcp.Request) http.Header {
+	if extra := req.GetExtra(); extra != nil {
+		return extra.Header
+	}
+	return nil
+}
