@@ -90,7 +90,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.callTool(ctx, r, next)
 			}
 		case methodGet, methodUpdate, methodCancel:
-			ctx, span := s.startSpan(ctx, method, "", requestHeader(req), requestMeta(req))
+			ctx, span := s.startSpan(ctx, method, "", requestHeader(req), sdkMeta(req))
 			defer span.End()
 			spanTaskID(span, requestTaskID(req))
 			r, ok := req.(caller)
@@ -139,7 +139,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
 	}
-	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), requestMeta(req))
+	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), sdkMeta(req))
 }
 
 // createTask creates a task of tool t and returns its CreateTaskResult.

@@ -43,6 +43,9 @@ type requestMeta struct {
 	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
 	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
 	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	// W3C trace context, read only when tracing is on.
+	TraceParent json.RawMessage `json:"traceparent"`
+	TraceState  json.RawMessage `json:"tracestate"`
 }
 
 // envelope is the top level of a JSON-RPC message.
@@ -103,7 +106,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
-	ctx, span := s.startSpan(r.Context(), m.Method, "", r.Header, rawMeta(m.Params.Meta))
+	ctx, span := s.startSpan(r.Context(), m.Method, "", r.Header, m.Params.Meta.carrier())
 	spanTaskID(span, m.Params.TaskID)
 	var (
 		res any
@@ -160,7 +163,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return true
 	}
 	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra), r.Header, rawMeta(m.Params.Meta))
+	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra), r.Header, m.Params.Meta.carrier())
 	if err != nil {
 		writeJSON(w, http.StatusOK, m.ID, "error", err)
 		return true

@@ -29,22 +29,29 @@ const (
 )
 
 // startSpan starts the server span of a request of method (about tool, if
-// not empty) and returns ctx carrying it. Its parent is, in this order: a
-// span ctx already carries (an HTTP instrumentation's, itself made from the
-// headers), the W3C traceparent and tracestate of the HTTP headers h, those
-// of params._meta. Without a TracerProvider it reads nothing and returns
-// ctx and a span that records nothing.
+// not empty) and returns ctx carrying it. As the OpenTelemetry conventions
+// for MCP say, its parent is the W3C trace context of params._meta, and the
+// transport's context is a link: a span ctx already carries (an HTTP
+// instrumentation's), or else the traceparent and tracestate of the HTTP
+// headers h. Without _meta context, the transport's is the parent. Without
+// a TracerProvider it reads nothing and returns ctx and a span that records
+// nothing.
 func (s *Server) startSpan(ctx context.Context, method, tool string, h http.Header, meta propagation.TextMapCarrier) (context.Context, trace.Span) {
 	if s.trc == nil {
 		return ctx, noop.Span{}
 	}
+	tc := propagation.TraceContext{}
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		tc := propagation.TraceContext{}
-		pctx := tc.Extract(ctx, propagation.HeaderCarrier(h))
-		if !trace.SpanContextFromContext(pctx).IsValid() && meta != nil {
-			pctx = tc.Extract(ctx, meta)
+		ctx = tc.Extract(ctx, propagation.HeaderCarrier(h))
+	}
+	var opts []trace.SpanStartOption
+	if meta != nil && meta.Get("traceparent") != "" {
+		if mctx := tc.Extract(context.Background(), meta); trace.SpanContextFromContext(mctx).IsValid() {
+			if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+				opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+			}
+			ctx = trace.ContextWithRemoteSpanContext(ctx, trace.SpanContextFromContext(mctx))
 		}
-		ctx = pctx
 	}
 	name := method
 	attrs := []attribute.KeyValue{attrMethod.String(method)}
@@ -52,7 +59,8 @@ func (s *Server) startSpan(ctx context.Context, method, tool string, h http.Head
 		name += " " + tool
 		attrs = append(attrs, attrTool.String(tool))
 	}
-	return s.trc.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return s.trc.Start(ctx, name, opts...)
 }
 
 // traceParent returns the W3C traceparent of the span in ctx, for a task
@@ -94,29 +102,20 @@ func spanError(span trace.Span, err error) {
 	span.SetStatus(codes.Error, err.Error())
 }
 
-// rawMeta is the params._meta of a request read by the fast path, as a
-// carrier of the trace context.
-type rawMeta map[string]json.RawMessage
-
-// Get returns the string value of key, or "".
-func (m rawMeta) Get(key string) string {
-	var v string
-	if raw, ok := m[key]; ok && json.Unmarshal(raw, &v) == nil {
-		return v
+// carrier returns the trace context of a fast-path request's params._meta
+// as a carrier; nil without _meta.
+func (m *requestMeta) carrier() propagation.TextMapCarrier {
+	if m == nil {
+		return nil
 	}
-	return ""
-}
-
-// Set does nothing: the server only reads trace context.
-func (rawMeta) Set(string, string) {}
-
-// Keys returns the keys of m.
-func (m rawMeta) Keys() []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
+	c := propagation.MapCarrier{}
+	for k, raw := range map[string]json.RawMessage{"traceparent": m.TraceParent, "tracestate": m.TraceState} {
+		var v string
+		if raw != nil && decodeJSON(raw, &v) == nil {
+			c[k] = v
+		}
 	}
-	return keys
+	return c
 }
 
 // anyMeta is the params._meta of a request decoded by go-sdk, as a carrier
@@ -141,9 +140,9 @@ func (m anyMeta) Keys() []string {
 	return keys
 }
 
-// requestMeta returns the params._meta of a go-sdk request of tools/call or
+// sdkMeta returns the params._meta of a go-sdk request of tools/call or
 // tasks/*, and nil for other requests or absent params.
-func requestMeta(req mcp.Request) anyMeta {
+func sdkMeta(req mcp.Request) anyMeta {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
 		if r.Params != nil {

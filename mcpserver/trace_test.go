@@ -45,8 +45,9 @@ func spanAttr(span sdktrace.ReadOnlySpan, key string) attribute.Value {
 }
 
 // TestTrace_ServerSpans: with a TracerProvider, a task-creating tools/call
-// is a server span whose parent is the caller's trace context (headers
-// first, then params._meta), the task keeps that span's traceparent, and
+// is a server span whose parent is the caller's trace context
+// (params._meta, else the headers; with both, the headers' is a link), the
+// task keeps that span's traceparent, and
 // the worker's span is its child; tasks/get, tasks/update and tasks/cancel
 // get a span each, with the task id. Both on the fast path and through
 // go-sdk.
@@ -56,10 +57,11 @@ func TestTrace_ServerSpans(t *testing.T) {
 		header string // traceparent header, if any
 		meta   string // params._meta.traceparent, if any
 		want   string // the parent the spans must have; "" for a new trace
+		link   string // the link the spans must have, if any
 	}{
 		{name: "Header", header: headerParent, want: headerParent},
 		{name: "Meta", meta: metaParent, want: metaParent},
-		{name: "HeaderWins", header: headerParent, meta: metaParent, want: headerParent},
+		{name: "MetaWins", header: headerParent, meta: metaParent, want: metaParent, link: headerParent},
 		{name: "NoParent"},
 	}
 	for _, path := range []struct {
@@ -112,7 +114,7 @@ func TestTrace_ServerSpans(t *testing.T) {
 				if err := json.Unmarshal(rep.Result, &created); err != nil || created.TaskID == "" {
 					t.Fatalf("tools/call did not create a task: %s", rep.raw)
 				}
-				span := wantServerSpan(t, sr, "tools/call slow_compute", created.TaskID, tt.want)
+				span := wantServerSpan(t, sr, "tools/call slow_compute", created.TaskID, tt.want, tt.link)
 				if got := spanAttr(span, "gen_ai.tool.name").AsString(); got != "slow_compute" {
 					t.Errorf("gen_ai.tool.name = %q, want slow_compute", got)
 				}
@@ -128,11 +130,11 @@ func TestTrace_ServerSpans(t *testing.T) {
 
 				id := fmt.Sprintf("%q", created.TaskID)
 				send("tasks/get", created.TaskID, `"taskId":`+id)
-				wantServerSpan(t, sr, "tasks/get", created.TaskID, tt.want)
+				wantServerSpan(t, sr, "tasks/get", created.TaskID, tt.want, tt.link)
 				send("tasks/update", created.TaskID, `"taskId":`+id+`,"inputResponses":{}`)
-				wantServerSpan(t, sr, "tasks/update", created.TaskID, tt.want)
+				wantServerSpan(t, sr, "tasks/update", created.TaskID, tt.want, tt.link)
 				send("tasks/cancel", created.TaskID, `"taskId":`+id)
-				wantServerSpan(t, sr, "tasks/cancel", created.TaskID, tt.want)
+				wantServerSpan(t, sr, "tasks/cancel", created.TaskID, tt.want, tt.link)
 				c.waitStatus(t, "", created.TaskID, "cancelled", nil)
 			})
 		}
@@ -142,7 +144,7 @@ func TestTrace_ServerSpans(t *testing.T) {
 // wantServerSpan returns the one ended server span of sr named name,
 // failing t unless it is about task id and its parent is the remote span
 // of traceparent parent (or, if parent is "", it has none).
-func wantServerSpan(t *testing.T, sr *tracetest.SpanRecorder, name, id, parent string) sdktrace.ReadOnlySpan {
+func wantServerSpan(t *testing.T, sr *tracetest.SpanRecorder, name, id, parent, link string) sdktrace.ReadOnlySpan {
 	t.Helper()
 	var found []sdktrace.ReadOnlySpan
 	for _, s := range sr.Ended() {
@@ -160,6 +162,16 @@ func wantServerSpan(t *testing.T, sr *tracetest.SpanRecorder, name, id, parent s
 	}
 	if got := spanAttr(span, "mcptasks.task.id").AsString(); got != id {
 		t.Errorf("%s: mcptasks.task.id = %q, want %q", name, got, id)
+	}
+	var links []string
+	for _, l := range span.Links() {
+		links = append(links, l.SpanContext.SpanID().String())
+	}
+	switch {
+	case link == "" && len(links) > 0:
+		t.Errorf("%s: links %v, want none", name, links)
+	case link != "" && (len(links) != 1 || links[0] != spanContextOf(t, link).SpanID().String()):
+		t.Errorf("%s: links %v, want the transport's span %s", name, links, spanContextOf(t, link).SpanID())
 	}
 	if parent == "" {
 		if span.Parent().IsValid() {
