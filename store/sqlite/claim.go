@@ -43,8 +43,8 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	}
 	q, args := claimQuery(p)
 	var out []store.Claimed
-	err := s.inTx(ctx, "claim", func(tx *sql.Tx) error {
-		cands, err := queryRecords(ctx, tx, q, args...)
+	err := s.inTx(ctx, "claim", func(tx *wtx) error {
+		cands, err := queryRecords(ctx, tx.Tx, q, args...)
 		if err != nil {
 			return fmt.Errorf("sqlite: claim: %w", err)
 		}

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -20,7 +19,7 @@ var errClosed = errors.New("sqlite: store is closed")
 // write is one write waiting for its group's commit.
 type write struct {
 	op   string
-	fn   func(tx *sql.Tx) error
+	fn   func(tx *wtx) error
 	done chan error
 }
 
@@ -30,7 +29,7 @@ type write struct {
 // savepoint of its own, so that a write that fails is undone alone, and
 // all of them share one fsync. Errors of the database are wrapped with op;
 // fn's own errors are returned as they are.
-func (s *Store) inTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, op string, fn func(tx *wtx) error) error {
 	w := write{op: op, fn: fn, done: make(chan error, 1)}
 	select {
 	case s.writes <- w:
@@ -115,9 +114,9 @@ func (s *Store) commitGroup(group []write) {
 	}
 	ctx := context.Background()
 	s.cache.beginWrite()
-	if tx, err := s.w.BeginTx(ctx, nil); err != nil {
+	if sqlTx, err := s.w.BeginTx(ctx, nil); err != nil {
 		fail(fmt.Errorf("begin: %w", err))
-	} else if len(group) == 1 {
+	} else if tx := (&wtx{Tx: sqlTx, ws: s.ws}); len(group) == 1 {
 		// Alone in its transaction, a write needs no savepoint: the
 		// common case when the store is not busy.
 		if errs[0] = group[0].fn(tx); errs[0] != nil {
@@ -127,14 +126,14 @@ func (s *Store) commitGroup(group []write) {
 		}
 	} else {
 		for i, w := range group {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+			if _, err := tx.exec(ctx, s.ws.savepoint); err != nil {
 				errs[i] = fmt.Errorf("sqlite: %s: savepoint: %w", w.op, err)
 				continue
 			}
 			if errs[i] = w.fn(tx); errs[i] != nil {
-				_, _ = tx.ExecContext(ctx, "ROLLBACK TO w")
+				_, _ = tx.exec(ctx, s.ws.rollbackTo)
 			}
-			_, _ = tx.ExecContext(ctx, "RELEASE w")
+			_, _ = tx.exec(ctx, s.ws.releaseSav)
 		}
 		if err := tx.Commit(); err != nil {
 			fail(fmt.Errorf("commit: %w", err))
@@ -152,8 +151,8 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create task: %w", err)
 	}
-	return s.inTx(ctx, "create task", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, insertSQL, vals...)
+	return s.inTx(ctx, "create task", func(tx *wtx) error {
+		res, err := tx.exec(ctx, tx.ws.insert, vals...)
 		if err != nil {
 			return fmt.Errorf("sqlite: create task: %w", err)
 		}

@@ -99,12 +99,12 @@ func scanRecord(sc scanner) (*task.Record, error) {
 }
 
 // update writes r back to its row.
-func update(ctx context.Context, tx *sql.Tx, r *task.Record) error {
+func update(ctx context.Context, tx *wtx, r *task.Record) error {
 	vals, err := recordValues(r)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, updateSQL, append(vals, r.ID)...); err != nil {
+	if _, err := tx.exec(ctx, tx.ws.update, append(vals, r.ID)...); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
 	return nil

@@ -72,7 +72,8 @@ type Options struct {
 // Store is a [store.Store] kept in one SQLite file. It is safe for
 // concurrent use; call Close when done.
 type Store struct {
-	w   *sql.DB   // the one write connection: SQLite has one writer
+	w   *sql.DB // the one write connection: SQLite has one writer
+	ws  *writeStmts
 	r   *sql.DB   // read-only connections
 	get *sql.Stmt // getSQL on r, prepared once per connection
 
@@ -139,7 +140,14 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{w: w, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
+	ws, err := prepareWrites(ctx, w)
+	if err != nil {
+		get.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{w: w, ws: ws, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.CacheSize > 0 {
 		s.cache = newCache(o.CacheSize, o.CacheMaxStale)
 		s.checkForeign()
@@ -209,7 +217,7 @@ func checkWAL(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.stopped
-	if err := errors.Join(s.get.Close(), s.r.Close(), s.w.Close()); err != nil {
+	if err := errors.Join(s.get.Close(), s.r.Close(), s.ws.close(), s.w.Close()); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil

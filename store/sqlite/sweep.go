@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 )
@@ -19,7 +18,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 		limit = -1 // no limit
 	}
 	var n int64
-	err := s.inTx(ctx, "delete expired", func(tx *sql.Tx) error {
+	err := s.inTx(ctx, "delete expired", func(tx *wtx) error {
 		s.cache.dropAll() // which tasks go is known only after the delete
 		res, err := tx.ExecContext(ctx, deleteExpiredSQL, now.UnixMilli(), limit)
 		if err != nil {

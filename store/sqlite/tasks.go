@@ -33,9 +33,9 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 // It returns the task as fn left it, or ErrNotFound.
 func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) (*task.Record, error) {
 	var out *task.Record
-	err := s.inTx(ctx, op, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, op, func(tx *wtx) error {
 		s.cache.drop(id)
-		r, err := scanRecord(tx.QueryRowContext(ctx, getSQL, id))
+		r, err := scanRecord(tx.StmtContext(ctx, tx.ws.get).QueryRowContext(ctx, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
