@@ -3,17 +3,30 @@ package task
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"time"
 )
 
-// idBytes is the number of random bytes in a task id: 192 bits, well above
+// The bytes of a task id: a time prefix, then 144 random bits, well above
 // the spec's 128-bit floor.
-const idBytes = 24
+const (
+	idTimeBytes = 6
+	idBytes     = idTimeBytes + 18
+)
 
-// NewID returns a new task id: 24 bytes from crypto/rand in unpadded
-// base64url, so the id is header-safe and never needs the =?base64?…?= form.
+// NewID returns a new task id: 24 bytes in unpadded base64url, so the id is
+// header-safe and never needs the =?base64?…?= form. The first 6 bytes are
+// the time in milliseconds, big-endian, so that ids made close in time sit
+// close together in a store's index (as with UUIDv7: a group commit of
+// random ids would dirty one index page per id); the other 18 come from
+// crypto/rand and make the id unguessable.
 func NewID() string {
 	var b [idBytes]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	ms := time.Now().UnixMilli()
+	for i := idTimeBytes - 1; i >= 0; i-- {
+		b[i] = byte(ms)
+		ms >>= 8
+	}
+	_, _ = rand.Read(b[idTimeBytes:]) // crypto/rand.Read never fails (Go 1.24+).
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 

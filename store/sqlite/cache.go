@@ -19,8 +19,8 @@ import (
 //     opened while it read (a sequence lock: seq is odd inside a window and
 //     moves at each edge), so a read that raced a write never caches its
 //     possibly older record.
-//   - Writes of other processes are found by SQLite's data_version, which
-//     the commit loop reads after each transaction, every maxStale/2 while
+//   - Writes of other processes are found by SQLite's data_version of the
+//     write connection, which the commit loop reads every maxStale/2 while
 //     Gets come, and when asked by a Get whose last check is older than
 //     maxStale; a change empties the cache. A Get is answered from the
 //     cache only within maxStale of a check, so a write of another process

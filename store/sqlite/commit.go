@@ -47,7 +47,8 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(tx *wtx) error) err
 func (s *Store) commitLoop() {
 	defer close(s.stopped)
 	// While Gets use the cache, foreign writes are checked for every
-	// CacheMaxStale/2, so that their hits stay fresh.
+	// CacheMaxStale/2, so that their hits stay fresh; a Get that finds the
+	// last check too old asks for one.
 	refresh := time.NewTimer(time.Hour)
 	refresh.Stop()
 	defer refresh.Stop()
@@ -80,7 +81,6 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.commitGroup(group)
-		check()
 	}
 }
 
@@ -93,7 +93,7 @@ func (s *Store) checkForeign() (used bool) {
 	}
 	t := s.cache.now()
 	var v int64
-	if err := s.w.QueryRowContext(context.Background(), "PRAGMA data_version").Scan(&v); err != nil {
+	if err := s.ws.dataVersion.QueryRowContext(context.Background()).Scan(&v); err != nil {
 		return s.cache.checked(time.Time{}, true) // unsure: forget everything
 	}
 	foreign := v != s.dataVersion

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -308,13 +307,12 @@ func BenchmarkCreate(b *testing.B) {
 	ctx := context.Background()
 	s := openTemp(b)
 	defer s.Close()
-	var next atomic.Uint64
 	b.SetParallelism(8) // 8 goroutines per CPU: concurrent creates share commits
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := s.Create(ctx, newTask(fmt.Sprintf("t%d", next.Add(1)))); err != nil {
+			if err := s.Create(ctx, newTask(task.NewID())); err != nil {
 				b.Error(err)
 				return
 			}

@@ -13,6 +13,7 @@ import (
 type writeStmts struct {
 	get, insert, update               *sql.Stmt
 	savepoint, rollbackTo, releaseSav *sql.Stmt
+	dataVersion                       *sql.Stmt
 }
 
 func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
@@ -23,6 +24,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 	}{
 		{&ws.get, getSQL}, {&ws.insert, insertSQL}, {&ws.update, updateSQL},
 		{&ws.savepoint, "SAVEPOINT w"}, {&ws.rollbackTo, "ROLLBACK TO w"}, {&ws.releaseSav, "RELEASE w"},
+		{&ws.dataVersion, "PRAGMA data_version"},
 	} {
 		st, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -36,7 +38,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.savepoint, ws.rollbackTo, ws.releaseSav} {
+	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.savepoint, ws.rollbackTo, ws.releaseSav, ws.dataVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
