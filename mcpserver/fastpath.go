@@ -56,13 +56,27 @@ type envelope struct {
 	Params  json.RawMessage `json:"params"`
 }
 
+// request is a JSON-RPC request whose params have the shape message reads.
+type request struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  params          `json:"params"`
+}
+
 // parse decodes a request body. If it is not one JSON-RPC message, it
 // returns the JSON-RPC error code and message to answer with. Params of the
 // wrong shape are left empty, for go-sdk to report. Strings and raw values
 // in m point into body.
 func (m *message) parse(body []byte) (code int64, invalid string) {
+	// One pass when the params have the expected shape (the usual case);
+	// otherwise the envelope alone, to tell what is wrong.
 	var env envelope
-	if err := decodeJSON(body, &env); err != nil {
+	var req request
+	if decodeJSON(body, &req) == nil {
+		env = envelope{JSONRPC: req.JSONRPC, ID: req.ID, Method: req.Method}
+		m.Params = req.Params
+	} else if err := decodeJSON(body, &env); err != nil {
 		var syntax *json.SyntaxError
 		switch b := bytes.TrimSpace(body); {
 		case errors.As(err, &syntax), errors.Is(err, errTrailing):
@@ -71,6 +85,8 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 			return -32600, "Invalid request: batches are not supported; send one message per POST"
 		}
 		return -32600, "Invalid request: the body must be a JSON-RPC message object"
+	} else if len(env.Params) > 0 && decodeJSON(env.Params, &m.Params) != nil {
+		m.Params = params{} // wrong shape: go-sdk reports it
 	}
 	if decodeJSON(env.JSONRPC, &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
 		return -32600, `Invalid request: jsonrpc must be "2.0"`
@@ -83,9 +99,6 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 		return -32600, "Invalid request: method is required" // a response or junk: clients send requests
 	case decodeJSON(env.Method, &m.Method) != nil:
 		return -32600, "Invalid request: method must be a string"
-	}
-	if len(env.Params) > 0 && decodeJSON(env.Params, &m.Params) != nil {
-		m.Params = params{} // wrong shape: go-sdk reports it
 	}
 	return 0, ""
 }

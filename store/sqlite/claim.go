@@ -2,12 +2,11 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/mcptasks/mcptasks/store"
-	"github.com/mcptasks/mcptasks/task"
 )
 
 // claimSQL selects the claimable tasks, oldest first, by the tasks_claim
@@ -44,7 +43,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	q, args := claimQuery(p)
 	var out []store.Claimed
 	err := s.inTx(ctx, "claim", func(tx *wtx) error {
-		cands, err := queryRecords(ctx, tx.Tx, q, args...)
+		cands, err := tx.query(q, args...)
 		if err != nil {
 			return fmt.Errorf("sqlite: claim: %w", err)
 		}
@@ -56,7 +55,13 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 			}
 			c := store.ApplyClaim(r, p)
 			s.cache.drop(r.ID)
-			if err := update(ctx, tx, c.Record); err != nil {
+			if err := update(tx, c.Record); err != nil {
+				// Earlier candidates may be claimed already: not a
+				// noChange error any more.
+				var nc noChange
+				if errors.As(err, &nc) {
+					err = nc.error
+				}
 				return fmt.Errorf("sqlite: claim: %w", err)
 			}
 			out = append(out, c)
@@ -67,22 +72,4 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 		return nil, err
 	}
 	return out, nil
-}
-
-// queryRecords runs q in tx and reads all its rows.
-func queryRecords(ctx context.Context, tx *sql.Tx, q string, args ...any) ([]*task.Record, error) {
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var rs []*task.Record
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, err
-		}
-		rs = append(rs, r)
-	}
-	return rs, rows.Err()
 }

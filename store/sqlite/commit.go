@@ -25,10 +25,10 @@ type write struct {
 
 // inTx runs fn in a write transaction and returns once that transaction is
 // committed (durable) or has failed. Writes are group-committed: the writes
-// that arrive while one transaction commits share the next one, each in a
-// savepoint of its own, so that a write that fails is undone alone, and
-// all of them share one fsync. Errors of the database are wrapped with op;
-// fn's own errors are returned as they are.
+// that arrive while one transaction commits share the next one and its
+// fsync. fn must check the store's rules before it changes anything, and
+// return their errors as they are (see runGroup). Errors of the database
+// are wrapped with op.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *wtx) error) error {
 	w := write{op: op, fn: fn, done: make(chan error, 1)}
 	select {
@@ -102,41 +102,16 @@ func (s *Store) checkForeign() (used bool) {
 }
 
 // commitGroup runs the group's writes in one transaction on the write
-// connection (BEGIN IMMEDIATE: it holds the write lock from the start).
+// connection (BEGIN IMMEDIATE: it holds the write lock from the start) and
+// tells each writer its outcome once the transaction is committed or gone.
 func (s *Store) commitGroup(group []write) {
 	errs := make([]error, len(group))
-	fail := func(err error) {
+	s.cache.beginWrite()
+	if err := s.runGroup(group, errs); err != nil {
 		for i, w := range group {
 			if errs[i] == nil {
 				errs[i] = fmt.Errorf("sqlite: %s: %w", w.op, err)
 			}
-		}
-	}
-	ctx := context.Background()
-	s.cache.beginWrite()
-	if sqlTx, err := s.w.BeginTx(ctx, nil); err != nil {
-		fail(fmt.Errorf("begin: %w", err))
-	} else if tx := (&wtx{Tx: sqlTx, ws: s.ws}); len(group) == 1 {
-		// Alone in its transaction, a write needs no savepoint: the
-		// common case when the store is not busy.
-		if errs[0] = group[0].fn(tx); errs[0] != nil {
-			_ = tx.Rollback()
-		} else if err := tx.Commit(); err != nil {
-			fail(fmt.Errorf("commit: %w", err))
-		}
-	} else {
-		for i, w := range group {
-			if _, err := tx.exec(ctx, s.ws.savepoint); err != nil {
-				errs[i] = fmt.Errorf("sqlite: %s: savepoint: %w", w.op, err)
-				continue
-			}
-			if errs[i] = w.fn(tx); errs[i] != nil {
-				_, _ = tx.exec(ctx, s.ws.rollbackTo)
-			}
-			_, _ = tx.exec(ctx, s.ws.releaseSav)
-		}
-		if err := tx.Commit(); err != nil {
-			fail(fmt.Errorf("commit: %w", err))
 		}
 	}
 	s.cache.endWrite() // before the writers learn of their commit
@@ -145,6 +120,48 @@ func (s *Store) commitGroup(group []write) {
 	}
 }
 
+// runGroup runs the writes of group in one transaction and commits it,
+// setting errs[i] for each write that fails. A write that breaks a rule of
+// the store has changed nothing (the rules are checked before any change)
+// and fails alone. Any other error is the database's, after which SQLite
+// may already have rolled the transaction back: the group stops there and
+// is rolled back, and runGroup returns the error for the writes that had
+// not failed.
+func (s *Store) runGroup(group []write, errs []error) error {
+	ctx := context.Background()
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	tx := &wtx{tx: sqlTx, ctx: ctx, ws: s.ws}
+	for i, w := range group {
+		if errs[i] = w.fn(tx); errs[i] != nil && !ruleError(errs[i]) {
+			_ = sqlTx.Rollback()
+			return fmt.Errorf("rolled back with a write that failed: %w", errs[i])
+		}
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// ruleError reports whether err is a store rule's refusal of a write, or
+// another error returned before the write changed anything, rather than a
+// failure of the database.
+func ruleError(err error) bool {
+	var te *task.TransitionError
+	var nc noChange
+	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) ||
+		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &nc)
+}
+
+// noChange marks an error that a write returns before it changed anything,
+// such as a record that cannot be encoded.
+type noChange struct{ error }
+
+func (e noChange) Unwrap() error { return e.error }
+
 // Create implements [store.Store]. It returns once the task is durable.
 func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	vals, err := recordValues(r)
@@ -152,7 +169,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		return fmt.Errorf("sqlite: create task: %w", err)
 	}
 	return s.inTx(ctx, "create task", func(tx *wtx) error {
-		res, err := tx.exec(ctx, tx.ws.insert, vals...)
+		res, err := tx.exec(tx.ws.insert, vals...)
 		if err != nil {
 			return fmt.Errorf("sqlite: create task: %w", err)
 		}

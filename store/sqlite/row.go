@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"time"
@@ -99,12 +98,12 @@ func scanRecord(sc scanner) (*task.Record, error) {
 }
 
 // update writes r back to its row.
-func update(ctx context.Context, tx *wtx, r *task.Record) error {
+func update(tx *wtx, r *task.Record) error {
 	vals, err := recordValues(r)
 	if err != nil {
-		return err
+		return noChange{err}
 	}
-	if _, err := tx.exec(ctx, tx.ws.update, append(vals, r.ID)...); err != nil {
+	if _, err := tx.exec(tx.ws.update, append(vals, r.ID)...); err != nil {
 		return fmt.Errorf("update: %w", err)
 	}
 	return nil

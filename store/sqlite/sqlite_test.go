@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -318,4 +319,45 @@ func BenchmarkCreate(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestGroupCommit_CallerCancel checks that a caller whose context ends
+// while its write waits for a group commit affects no other write of the
+// group: SQLite rolls back a whole transaction when a change in it is
+// interrupted. A write that returned nil is stored; one that returned the
+// context's error is not.
+func TestGroupCommit_CallerCancel(t *testing.T) {
+	t.Parallel()
+	s := openTemp(t)
+	defer s.Close()
+	for round := range 30 {
+		var wg sync.WaitGroup
+		errs := make([]error, 16)
+		ids := make([]string, len(errs))
+		for i := range errs {
+			ids[i] = task.NewID()
+			ctx, cancel := context.WithCancel(context.Background())
+			wg.Go(func() {
+				if i%2 == 1 {
+					go cancel() // races the write: before, during or after
+				}
+				errs[i] = s.Create(ctx, newTask(ids[i]))
+				cancel()
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			_, getErr := s.Get(context.Background(), ids[i])
+			switch {
+			case err == nil && getErr != nil:
+				t.Errorf("round %d: write %d returned nil but Get says %v", round, i, getErr)
+			case err != nil && i%2 == 0:
+				t.Errorf("round %d: write %d, not cancelled, failed: %v", round, i, err)
+			case err != nil && !errors.Is(err, context.Canceled):
+				t.Errorf("round %d: write %d failed with %v, want context.Canceled", round, i, err)
+			case err != nil && getErr == nil:
+				t.Errorf("round %d: write %d returned %v but is stored", round, i, err)
+			}
+		}
+	}
 }

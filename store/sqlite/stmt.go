@@ -5,15 +5,15 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // writeStmts are the statements of the write path, prepared once on the
 // write connection: SQLite would otherwise parse each one again at every
 // execution, which costs more than the insert itself.
 type writeStmts struct {
-	get, insert, update               *sql.Stmt
-	savepoint, rollbackTo, releaseSav *sql.Stmt
-	dataVersion                       *sql.Stmt
+	get, insert, update, dataVersion *sql.Stmt
 }
 
 func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
@@ -23,7 +23,6 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		q  string
 	}{
 		{&ws.get, getSQL}, {&ws.insert, insertSQL}, {&ws.update, updateSQL},
-		{&ws.savepoint, "SAVEPOINT w"}, {&ws.rollbackTo, "ROLLBACK TO w"}, {&ws.releaseSav, "RELEASE w"},
 		{&ws.dataVersion, "PRAGMA data_version"},
 	} {
 		st, err := db.PrepareContext(ctx, p.q)
@@ -38,7 +37,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.savepoint, ws.rollbackTo, ws.releaseSav, ws.dataVersion} {
+	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.dataVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
@@ -46,14 +45,41 @@ func (ws *writeStmts) close() error {
 	return errors.Join(errs...)
 }
 
-// wtx is a write transaction with the prepared statements of the write
-// path.
+// wtx is a write transaction of the commit loop, with the prepared
+// statements of the write path. Its statements run under the loop's
+// context, never a caller's: SQLite answers an interrupted change inside a
+// transaction by rolling back the whole transaction, which would undo the
+// other writes of the group.
 type wtx struct {
-	*sql.Tx
-	ws *writeStmts
+	tx  *sql.Tx
+	ctx context.Context
+	ws  *writeStmts
 }
 
-// exec runs the prepared statement st in the transaction.
-func (tx *wtx) exec(ctx context.Context, st *sql.Stmt, args ...any) (sql.Result, error) {
-	return tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+// exec runs the prepared statement st.
+func (tx *wtx) exec(st *sql.Stmt, args ...any) (sql.Result, error) {
+	return tx.tx.StmtContext(tx.ctx, st).ExecContext(tx.ctx, args...)
+}
+
+// get loads the task with the id.
+func (tx *wtx) get(id string) (*task.Record, error) {
+	return scanRecord(tx.tx.StmtContext(tx.ctx, tx.ws.get).QueryRowContext(tx.ctx, id))
+}
+
+// query runs q and reads all its rows as tasks.
+func (tx *wtx) query(q string, args ...any) ([]*task.Record, error) {
+	rows, err := tx.tx.QueryContext(tx.ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var rs []*task.Record
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, rows.Err()
 }

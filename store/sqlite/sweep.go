@@ -20,7 +20,7 @@ func (s *Store) DeleteExpired(ctx context.Context, now time.Time, limit int) (in
 	var n int64
 	err := s.inTx(ctx, "delete expired", func(tx *wtx) error {
 		s.cache.dropAll() // which tasks go is known only after the delete
-		res, err := tx.ExecContext(ctx, deleteExpiredSQL, now.UnixMilli(), limit)
+		res, err := tx.tx.ExecContext(tx.ctx, deleteExpiredSQL, now.UnixMilli(), limit)
 		if err != nil {
 			return fmt.Errorf("sqlite: delete expired: %w", err)
 		}

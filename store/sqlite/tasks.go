@@ -35,7 +35,7 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 	var out *task.Record
 	err := s.inTx(ctx, op, func(tx *wtx) error {
 		s.cache.drop(id)
-		r, err := scanRecord(tx.StmtContext(ctx, tx.ws.get).QueryRowContext(ctx, id))
+		r, err := tx.get(id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return store.ErrNotFound
 		}
@@ -47,7 +47,7 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 			return err
 		}
 		if changed {
-			if err := update(ctx, tx, r); err != nil {
+			if err := update(tx, r); err != nil {
 				return fmt.Errorf("sqlite: %s: %w", op, err)
 			}
 		}
