@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -154,7 +155,11 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 		TraceParent: s.traceParent(ctx),
 	})
 	if err != nil {
-		s.log.Error("create task", "tool", t.tool.Name, "err", err)
+		level := slog.LevelError
+		if ctx.Err() != nil {
+			level = slog.LevelDebug // the client went away before the write
+		}
+		s.log.Log(ctx, level, "create task", "tool", t.tool.Name, "err", err)
 		err := &jsonrpc.Error{Code: codeInternalError, Message: "The task could not be stored; try again"}
 		spanError(span, err)
 		return nil, err
