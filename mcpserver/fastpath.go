@@ -146,7 +146,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 		writeJSON(w, status, m.ID, "error", je)
 		return true
 	}
-	writeJSON(w, http.StatusOK, m.ID, "result", res)
+	s.writeResult(w, m.ID, res)
 	return true
 }
 
@@ -181,8 +181,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		writeJSON(w, http.StatusOK, m.ID, "error", err)
 		return true
 	}
-	res.ResultBase = s.resultBase()
-	writeJSON(w, http.StatusOK, m.ID, "result", res)
+	s.writeResult(w, m.ID, res.CreateResult)
 	return true
 }
 
@@ -209,7 +208,7 @@ func (s *Server) taskMethod(ctx context.Context, m *message, principal string) (
 		if err != nil {
 			return nil, s.taskError(m.Method, err)
 		}
-		return &GetTaskResult{ResultBase: s.resultBase(), Detailed: r.Detailed()}, nil
+		return r.Detailed(), nil
 	case methodUpdate:
 		responses, err := inputResponses(m.Params.InputResponses)
 		if err != nil {
@@ -223,12 +222,7 @@ func (s *Server) taskMethod(ctx context.Context, m *message, principal string) (
 			return nil, s.taskError(m.Method, err)
 		}
 	}
-	return &AckResult{ResultBase: s.resultBase(), ResultType: task.ResultTypeComplete}, nil
-}
-
-// resultBase returns the _meta every result carries: the serverInfo.
-func (s *Server) resultBase() mcp.ResultBase {
-	return mcp.ResultBase{Meta: mcp.Meta{mcp.MetaKeyServerInfo: s.impl}}
+	return &AckResult{ResultType: task.ResultTypeComplete}, nil
 }
 
 // fastEligible reports whether go-sdk would accept r and m up to dispatch.
@@ -312,6 +306,18 @@ func isLoopback(hostport string) bool {
 // writeJSON writes a JSON-RPC response whose member key ("result" or
 // "error") holds v. A nil id (one that could not be read) is left out.
 func writeJSON(w http.ResponseWriter, status int, id json.RawMessage, key string, v any) {
+	writeMember(w, status, id, key, nil, v)
+}
+
+// writeResult writes the JSON-RPC result v, a struct encoded as an object,
+// with the _meta every result carries (the serverInfo), encoded once.
+func (s *Server) writeResult(w http.ResponseWriter, id json.RawMessage, v any) {
+	writeMember(w, http.StatusOK, id, "result", s.resultMeta, v)
+}
+
+// writeMember writes a JSON-RPC response whose member key is v, with meta
+// as its first member _meta if not nil.
+func writeMember(w http.ResponseWriter, status int, id json.RawMessage, key string, meta json.RawMessage, v any) {
 	body, err := json.Marshal(v)
 	if err != nil {
 		status, key = http.StatusOK, "error"
@@ -326,6 +332,14 @@ func writeJSON(w http.ResponseWriter, status int, id json.RawMessage, key string
 	buf = append(buf, `,"`...)
 	buf = append(buf, key...)
 	buf = append(buf, `":`...)
+	if meta != nil && len(body) >= 2 && body[0] == '{' {
+		buf = append(buf, `{"_meta":`...)
+		buf = append(buf, meta...)
+		if len(body) > 2 {
+			buf = append(buf, ',')
+		}
+		body = body[1:]
+	}
 	buf = append(buf, body...)
 	buf = append(buf, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")

@@ -5,6 +5,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -58,19 +59,23 @@ type Options struct {
 // tools with [AddTool], build the engine from [Server.EngineTools], then
 // serve [Server.Handler].
 type Server struct {
-	impl  *mcp.Implementation
-	mcp   *mcp.Server
-	opts  Options
-	log   *slog.Logger
-	tools map[string]*toolEntry
-	eng   *engine.Engine
-	polls *pollLimiter // nil without Options.MinPollInterval
-	trc   trace.Tracer // nil without Options.TracerProvider
+	impl *mcp.Implementation
+	// resultMeta is the _meta of every result, {serverInfo: impl}, encoded.
+	resultMeta json.RawMessage
+	mcp        *mcp.Server
+	opts       Options
+	log        *slog.Logger
+	tools      map[string]*toolEntry
+	eng        *engine.Engine
+	polls      *pollLimiter // nil without Options.MinPollInterval
+	trc        trace.Tracer // nil without Options.TracerProvider
 }
 
 // New returns a Server for the implementation impl.
 func New(impl *mcp.Implementation, opts *Options) *Server {
 	s := &Server{impl: impl, tools: map[string]*toolEntry{}}
+	// An Implementation is plain data: it always encodes.
+	s.resultMeta, _ = json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: impl})
 	if opts != nil {
 		s.opts = *opts
 	}
