@@ -4,7 +4,10 @@
 # The figures in BENCHMARKS.md come from this script.
 #
 # Usage: bench/compare.sh [ROUNDS] [DURATION]     (default 3 rounds of 10s)
-# Needs: go, jq. Ports 18201-18205 on 127.0.0.1.
+# Needs: go, jq, psql. Ports 18201-18205 on 127.0.0.1. With a PostgreSQL
+# server at $MCPTASKS_POSTGRES_URL (default: the test server of .ci/run),
+# mcptasks on Postgres is measured too, in a schema of its own that the
+# script drops and creates.
 set -euo pipefail
 rounds=${1:-3}
 dur=${2:-10s}
@@ -28,6 +31,13 @@ start plain 18201 bench baseline plain --listen 127.0.0.1:18201
 start gosdk 18202 bench baseline gosdk --listen 127.0.0.1:18202
 start sqlite 18203 serve --listen 127.0.0.1:18203 --store "sqlite:$work/tasks.db" --log-level error --workers 0
 start memory 18204 serve --listen 127.0.0.1:18204 --store memory: --log-level error --workers 0
+pg=${MCPTASKS_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
+if psql -q "$pg" -c 'DROP SCHEMA IF EXISTS mcptasks_compare CASCADE; CREATE SCHEMA mcptasks_compare' 2>/dev/null; then
+  sep='?'; [[ $pg == *\?* ]] && sep='&'
+  start postgres 18205 serve --listen 127.0.0.1:18205 --store "$pg${sep}options=-csearch_path%3Dmcptasks_compare" --log-level error --workers 0
+else
+  echo "no PostgreSQL at $pg: Postgres is not measured" >&2
+fi
 
 run() { # run NAME PID URL ARGS... -> one JSON line
   local name=$1 pid=$2 url=$3; shift 3
@@ -40,6 +50,10 @@ for r in $(seq "$rounds"); do
   run sqlite-create "$pid_sqlite" http://127.0.0.1:18203/mcp --mode create
   run sqlite-call   "$pid_sqlite" http://127.0.0.1:18203/mcp --mode call --tool greet --args '{"name":"x"}'
   run memory-get    "$pid_memory" http://127.0.0.1:18204/mcp --mode get --tasks 1000
+  if [ -n "${pid_postgres:-}" ]; then
+    run postgres-get    "$pid_postgres" http://127.0.0.1:18205/mcp --mode get --tasks 1000
+    run postgres-create "$pid_postgres" http://127.0.0.1:18205/mcp --mode create
+  fi
 done >"$work/results.jsonl"
 
 jq -s -r '
@@ -53,5 +67,6 @@ jq -s -r '
     ($rows[] | "| \(.name) | \(.rps|floor) | \((.rps / $by["plain-call"].rps * 100 | floor) / 100)x | \((.p50/1000)|floor) µs | \((.p99/1000)|floor) µs | \((.p99 / $by["plain-call"].p99 * 100 | floor) / 100)x | \((.cpu/1000)|floor) µs | \(.errors) |"),
     "",
     "sqlite-create vs gosdk-call: \((($by["sqlite-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x",
-    "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x"
+    "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x",
+    (if $by["postgres-create"] then "postgres-create vs gosdk-call: \((($by["postgres-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end)
 ' "$work/results.jsonl"
