@@ -146,7 +146,7 @@ func (e *toolEntry) mode(ctx context.Context, args json.RawMessage) TaskMode {
 func (e *toolEntry) validate(args json.RawMessage) error {
 	var v any = map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
-		if err := json.Unmarshal(args, &v); err != nil {
+		if err := decodeJSON(args, &v); err != nil {
 			return invalidParams("invalid arguments for tool %q: %v", e.tool.Name, err)
 		}
 	}

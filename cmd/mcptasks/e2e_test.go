@@ -300,3 +300,30 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// TestSQLiteServeAndWorker runs "serve --workers 0" and a "worker" process
+// on one SQLite file: the server sees what the worker writes (through its
+// read cache, which another process's writes must invalidate) and the
+// worker sees the answer the server stores.
+func TestSQLiteServeAndWorker(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "tasks.db")
+	srv := repServe(t, "serve", "--store", db, "--workers", "0", "--log-level", "debug")
+	repWorker(t, "worker", "--store", db, "--lease", "3s", "--log-level", "debug")
+	c := &rpc{url: srv.url, tasks: true}
+
+	r := c.callTool(t, "confirm_delete", map[string]any{"filename": "b.txt"})
+	id := r["taskId"].(string)
+	c.get(t, id) // cached by the server before the worker writes
+	waiting := c.waitStatus(t, id, "input_required", 10*time.Second)
+	var key string
+	for k := range waiting["inputRequests"].(map[string]any) {
+		key = k
+	}
+	c.mustCall(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
+	}})
+	got := c.waitStatus(t, id, "completed", 10*time.Second)
+	if !strings.Contains(fmt.Sprint(got["result"]), "Deleted b.txt") {
+		t.Errorf("result: %v", got["result"])
+	}
+}
