@@ -7,9 +7,15 @@
 // synchronous=FULL a write that returned nil has been synced to disk: it
 // survives a crash of the process and of the machine.
 //
+// Writes are group-committed: those that arrive while one transaction
+// commits share the next one and its fsync. Get answers repeated reads of
+// an unchanged task from a bounded in-memory cache that this process's
+// writes keep exact (see [Options.CacheSize]).
+//
 // Several processes may open the same file (a server and a worker on one
 // machine): SQLite serializes their writes, and a writer waits up to
-// [Options.BusyTimeout] for another process's transaction.
+// [Options.BusyTimeout] for another process's transaction. A cached Get
+// sees another process's write at most [Options.CacheMaxStale] late.
 //
 // Times are kept as unix milliseconds and come back in UTC; durations in
 // whole milliseconds. Args, ClientCapabilities and Result are kept byte for
