@@ -50,7 +50,8 @@ func (r *Run) ClientCapabilities() json.RawMessage { return r.rec.ClientCapabili
 func (r *Run) Principal() string { return r.rec.Principal }
 
 // Attempt returns the run's attempt number: 1 for the first run, more when
-// the task is re-run after a lost worker. 0 for an inline run.
+// the task is claimed again, after a lost worker or a graceful release. 0
+// for an inline run.
 func (r *Run) Attempt() int { return r.rec.Attempt }
 
 // InTask reports whether the run belongs to a task (as opposed to an inline

@@ -39,7 +39,13 @@ type RetryPolicy struct {
 	// that are safe to repeat. If false, the task fails with a message
 	// saying the worker was lost.
 	Rerun bool
-	// MaxAttempts bounds the runs of one task when Rerun is set (3 if zero).
+	// MaxAttempts bounds the runs of one task when Rerun is set (3 if
+	// zero): once MaxAttempts runs have ended with a lost worker, the task
+	// fails instead of running again. Only runs ended by a lost worker
+	// count (task.Record.Losses): a task released gracefully, as a parked
+	// handler is at Shutdown, and claimed again by another worker has not
+	// used up an attempt. A handler that Shutdown cancels at its deadline
+	// is not released, so its run counts.
 	MaxAttempts int
 }
 

@@ -154,10 +154,12 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	case c.CancelRequested:
 		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
 		return
-	case c.Lost && (!t.Retry.Rerun || c.Attempt > t.Retry.maxAttempts()):
+	case c.Lost && (!t.Retry.Rerun || c.Losses >= t.Retry.maxAttempts()):
+		// Losses counts this claim: Losses runs were lost, and this one
+		// would be run Losses+1. Graceful releases are not counted.
 		msg := fmt.Sprintf("The worker running this task was lost (attempt %d); the tool %q is not re-run", c.Attempt-1, c.Tool)
 		if t.Retry.Rerun {
-			msg = fmt.Sprintf("The worker running this task was lost %d times; giving up", c.Attempt-1)
+			msg = fmt.Sprintf("The worker running this task was lost %d times; giving up", c.Losses)
 		}
 		finish(store.FinishParams{Status: task.Failed, StatusMessage: msg,
 			Error: &task.Error{Code: task.CodeInternalError, Message: msg}})

@@ -25,10 +25,15 @@ func Claimable(r *task.Record, p ClaimParams) bool {
 	return r.LeaseExpiresAt.IsZero() || !p.Now.Before(r.LeaseExpiresAt)
 }
 
-// ApplyClaim leases r to p.Owner. The caller has checked [Claimable].
+// ApplyClaim leases r to p.Owner. The caller has checked [Claimable]. A
+// claim of a task whose lease expired while held is a loss: it increments
+// r.Losses as well as r.Attempt.
 func ApplyClaim(r *task.Record, p ClaimParams) Claimed {
 	lost := r.LeaseOwner != ""
 	r.Attempt++
+	if lost {
+		r.Losses++
+	}
 	r.LeaseOwner = p.Owner
 	r.LeaseExpiresAt = p.LeaseExpiresAt
 	return Claimed{Record: r, Lost: lost}

@@ -43,7 +43,9 @@ type Store interface {
 	Get(ctx context.Context, id string) (*task.Record, error)
 	// Claim leases up to p.Limit claimable tasks to p.Owner: tasks that are
 	// not terminal, whose tool is in p.Tools (all tools if nil), and whose
-	// lease is unset or expired at p.Now. Each claim increments Attempt.
+	// lease is unset or expired at p.Now. Each claim increments Attempt;
+	// a claim whose previous lease expired while held (Claimed.Lost) also
+	// increments Losses.
 	// Oldest tasks are claimed first.
 	Claim(ctx context.Context, p ClaimParams) ([]Claimed, error)
 	// Heartbeat extends the lease held at p.Attempt to p.LeaseExpiresAt and
@@ -84,8 +86,9 @@ type Store interface {
 type Claimed struct {
 	*task.Record
 	// Lost reports that the task's previous lease expired while held: the
-	// worker that held it died or hung. The engine applies the tool's retry
-	// policy to such tasks.
+	// worker that held it died or hung. The claim counted it in Losses. The
+	// engine applies the tool's retry policy to such tasks. A task released
+	// by [Store.Release] is not lost.
 	Lost bool
 }
 

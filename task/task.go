@@ -64,6 +64,11 @@ type Record struct {
 	// Attempt counts the claims of this task; it is the fencing token of the
 	// current lease. Zero means never claimed.
 	Attempt int
+	// Losses counts the claims that found the previous lease expired while
+	// held: runs lost with their worker (crashed or hung past its lease).
+	// Graceful releases do not count. The retry policy is checked against
+	// it, not against Attempt.
+	Losses int
 	// LeaseOwner names the worker that holds the lease, if any.
 	LeaseOwner string
 	// LeaseExpiresAt is when the current lease ends; zero when unleased.

@@ -20,7 +20,8 @@ import (
 // of the version being leased. The update then leases what cand locked:
 // the ANY reads those rows by primary key, whatever number of them the
 // planner expects (a join alone may hash the whole table), and the join
-// brings prev_owner along.
+// brings prev_owner along. A non-empty prev_owner makes the claim a loss
+// (store.ApplyClaim): it increments losses and returns lost.
 //
 // The parameters are now, the limit (NULL: no limit), the owner, the new
 // lease expiry, and, in claimToolsSQL, the tools. The predicate is that of
@@ -42,7 +43,8 @@ const (
 		FOR UPDATE SKIP LOCKED
 	), claimed AS (
 		UPDATE mcptasks_tasks
-		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4
+		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4,
+		    losses = losses + CASE WHEN prev_owner <> '' THEN 1 ELSE 0 END
 		FROM cand
 		WHERE id = ANY(ARRAY(SELECT cand_id FROM cand)) AND id = cand_id
 		RETURNING ` + columns + `, prev_owner <> '' AS lost

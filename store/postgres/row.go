@@ -16,7 +16,7 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent`
+	trace_parent, losses`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
@@ -26,22 +26,25 @@ const (
 	// insertRowSQL inserts a task unless its id exists. The values are
 	// those of insertValues.
 	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
 		ON CONFLICT (id) DO NOTHING`
 
 	// insertSQL is insertRowSQL that, if the task was new, notifies its
 	// creation in the same statement; it returns the number of rows
 	// inserted. The values are those of insertValues, then the channel.
 	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
-	SELECT count(*) FROM ins, pg_notify($22, 'created:' || ins.id)`
+	SELECT count(*) FROM ins, pg_notify($23, 'created:' || ins.id)`
 
 	// updateSQL writes back the columns that the state machine changes;
-	// the others (trace_parent among them) are fixed at creation. The values are those of
-	// updateValues.
+	// the others (trace_parent among them) are fixed at creation. attempt
+	// and losses change only in claimSQL, but are written back like the
+	// rest: the row is locked while the record is read and changed. The
+	// values are those of updateValues.
 	updateSQL = `UPDATE mcptasks_tasks SET
 		status = $2, status_message = $3, updated_at = $4,
 		input_requests = $5, answers = $6, result = $7, error = $8,
-		cancel_requested = $9, attempt = $10, lease_owner = $11, lease_expires_at = $12
+		cancel_requested = $9, attempt = $10, lease_owner = $11, lease_expires_at = $12,
+		losses = $13
 	WHERE id = $1`
 )
 
@@ -63,7 +66,7 @@ func insertValues(r *task.Record) ([]any, error) {
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, expiresAt,
+		r.TraceParent, r.Losses, expiresAt,
 	}, nil
 }
 
@@ -77,6 +80,7 @@ func updateValues(r *task.Record) ([]any, error) {
 		r.ID, string(r.Status), r.StatusMessage, timeValue(r.UpdatedAt),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
+		r.Losses,
 	}, nil
 }
 
@@ -122,7 +126,7 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent}
+		&r.TraceParent, &r.Losses}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}

@@ -14,10 +14,10 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent`
+	trace_parent, losses`
 
 // marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
@@ -50,7 +50,7 @@ func recordValues(r *task.Record) ([]any, error) {
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent,
+		r.TraceParent, r.Losses,
 	}, nil
 }
 
@@ -73,7 +73,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent)
+		&r.TraceParent, &r.Losses)
 	if err != nil {
 		return nil, err
 	}

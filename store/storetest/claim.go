@@ -40,7 +40,7 @@ func testClaim(t *testing.T, f factory) {
 			t.Fatalf("claim after expiry = attempt %d lost %v owner %q, want 2 true w2", c2.Attempt, c2.Lost, c2.LeaseOwner)
 		}
 		want := newTask("t1")
-		want.Attempt, want.LeaseOwner, want.LeaseExpiresAt = 2, "w2", at(2*lease)
+		want.Attempt, want.Losses, want.LeaseOwner, want.LeaseExpiresAt = 2, 1, "w2", at(2*lease)
 		wantRecord(t, "Claimed", c2.Record, want)
 		wantStored(t, s, want)
 
@@ -138,6 +138,9 @@ func testClaimable(t *testing.T, f factory) {
 			}
 			want := r.Clone()
 			want.Attempt++
+			if tt.lost {
+				want.Losses++
+			}
 			want.LeaseOwner = "w1"
 			want.LeaseExpiresAt = now.Add(lease)
 			wantRecord(t, "Claimed", cs[0].Record, want)

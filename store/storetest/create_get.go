@@ -114,6 +114,7 @@ func testRoundTrip(t *testing.T, f factory) {
 					Error:              &task.Error{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why": "because"}`)},
 					CancelRequested:    true,
 					Attempt:            7,
+					Losses:             4,
 					LeaseOwner:         "worker-3/pid-42",
 					LeaseExpiresAt:     ms(130_001),
 				}

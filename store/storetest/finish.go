@@ -107,6 +107,7 @@ func testFinish(t *testing.T, f factory) {
 		}
 		want := newTask("t1")
 		want.Status, want.Result, want.Attempt, want.UpdatedAt = task.Completed, json.RawMessage(`"new"`), 2, at(lease+2*time.Second)
+		want.Losses = 1 // w1 was lost
 		wantStored(t, s, want)
 	})
 

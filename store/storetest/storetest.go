@@ -35,7 +35,8 @@
 //     non-nil empty Tools matches none. Tasks are taken oldest CreatedAt
 //     first, ties by id, and returned in that order. A lease that ends at
 //     exactly Now has expired. Lost is true only when the task had a lease
-//     owner whose lease expired (not after Release).
+//     owner whose lease expired (not after Release), and such a claim, and
+//     no other write, increments Losses.
 //   - Fencing. Worker writes (Heartbeat, Release, SetStatusMessage,
 //     RequestInput, Finish) fail with ErrLeaseLost, changing nothing, when
 //     the id is unknown, the task is terminal or expired, nobody holds it, or
@@ -78,6 +79,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("CreateGet", func(t *testing.T) { testCreateGet(t, f) })
 	t.Run("Claim", func(t *testing.T) { testClaim(t, f) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, f) })
+	t.Run("Losses", func(t *testing.T) { testLosses(t, f) })
 	t.Run("Fence", func(t *testing.T) { testFence(t, f) })
 	t.Run("RequestInput", func(t *testing.T) { testRequestInput(t, f) })
 	t.Run("Answer", func(t *testing.T) { testAnswer(t, f) })
@@ -332,6 +334,9 @@ func diffRecords(got, want *task.Record) []string {
 	}
 	if got.Attempt != want.Attempt {
 		add("Attempt", got.Attempt, want.Attempt)
+	}
+	if got.Losses != want.Losses {
+		add("Losses", got.Losses, want.Losses)
 	}
 	str("LeaseOwner", got.LeaseOwner, want.LeaseOwner)
 	tm("LeaseExpiresAt", got.LeaseExpiresAt, want.LeaseExpiresAt)
