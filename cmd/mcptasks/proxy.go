@@ -92,7 +92,7 @@ others).`
 	fl.StringSliceVar(&f.taskTools, "task-tools", []string{"*"}, "comma-separated `globs` of the tools that may run as tasks (* matches any characters, ? one); the others are always proxied inline; \"\" for none")
 	fl.StringVar(&f.taskMode, "task-mode", "optional", "`mode` of the --task-tools: optional (a task for clients that declare the Tasks extension, inline for others) or required (others get error -32021)")
 	fl.BoolVar(&f.rerun, "rerun", false, "re-run a task whose worker was lost, upstream call included (only if the upstream's tools are safe to repeat); by default such a task fails")
-	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, the most runs of one task")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, fail a task once this many of its runs were lost with their worker (crashes; graceful restarts do not count)")
 	fl.DurationVar(&f.ttl, "ttl", engine.DefaultTTL, "how long a task and its result are kept after it is created")
 	fl.DurationVar(&f.pollInterval, "poll-interval", engine.DefaultPollInterval, "the polling interval (pollIntervalMs) suggested to clients")
 	fl.DurationVar(&f.terminate, "upstream-terminate-timeout", 5*time.Second, "when a call to a stdio upstream ends, how long its process gets to exit after its stdin is closed, before SIGTERM (and as long again before SIGKILL)")
