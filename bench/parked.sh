@@ -22,6 +22,6 @@ timeout 600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks
 rss1=$(rss); g1=$(metric go_goroutines)
 echo "parked tasks: $n"
 echo "server RSS: $((rss0/1024)) MiB -> $((rss1/1024)) MiB: $(( (rss1-rss0) / n )) KiB per parked task"
-echo "goroutines: $g0 -> $g1: $(( (${g1%.*}-${g0%.*}) / n )) per parked task (handler + heartbeat); none per poll"
+echo "goroutines: $g0 -> $g1: $(awk -v a="$g0" -v b="$g1" -v n="$n" 'BEGIN {printf "%.1f", (b-a)/n}') per parked task (handler + heartbeat); none per poll"
 r=$("$m" bench "$base/mcp" --mode get --tasks 1000 -c 16 -d 10s --json 2>/dev/null || true)
 echo "tasks/get meanwhile: $(jq '.perSecond|floor' <<<"$r") req/s, p99 $(jq '.p99Ns/1000|floor' <<<"$r") µs"
