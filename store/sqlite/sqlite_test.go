@@ -278,30 +278,42 @@ func TestContextCancelled(t *testing.T) {
 	}
 }
 
+// BenchmarkGet reads 1,000 tasks round-robin, with the read cache and
+// without it (every Get a read transaction).
 func BenchmarkGet(b *testing.B) {
-	ctx := context.Background()
-	s := openTemp(b)
-	defer s.Close()
-	const n = 1000
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = task.NewID()
-		if err := s.Create(ctx, newTask(ids[i])); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			id := ids[next.Add(1)%n]
-			if _, err := s.Get(ctx, id); err != nil {
-				b.Error(err)
-				return
+	for _, bc := range []struct {
+		name string
+		size int
+	}{{"cache", 0}, {"nocache", -1}} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := Open(ctx, filepath.Join(b.TempDir(), "tasks.db"), &Options{CacheSize: bc.size})
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			defer s.Close()
+			const n = 1000
+			ids := make([]string, n)
+			for i := range ids {
+				ids[i] = task.NewID()
+				if err := s.Create(ctx, newTask(ids[i])); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var next atomic.Uint64
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					id := ids[next.Add(1)%n]
+					if _, err := s.Get(ctx, id); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 func BenchmarkCreate(b *testing.B) {
