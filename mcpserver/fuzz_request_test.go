@@ -69,3 +69,109 @@ func FuzzRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFastPath sends each request to two servers on empty stores, one with
+// the fast path and one without it (every request through go-sdk), and
+// wants the same answer from both: the fast path takes only what go-sdk
+// would take, and answers it as go-sdk would. Answers are compared by HTTP
+// status, JSON-RPC id, error code and result (an SSE reply counts as the
+// JSON it carries); the golden transcripts compare the full text.
+func FuzzFastPath(f *testing.F) {
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	for _, s := range []struct{ method, name, body string }{
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + meta + `,"taskId":"x"}}`},
+		{"tasks/get", "AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA", `{"jsonrpc":"2.0","id":"a","method":"tasks/get","params":{` + meta + `,"taskId":"AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA"}}`},
+		{"tasks/update", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{` + meta + `,"taskId":"x","inputResponses":{"k":{}}}}`},
+		{"tasks/cancel", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{` + meta + `,"taskId":"x"}}`},
+		{"tasks/cancel", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{"_meta":{},"taskId":"x"}}`},
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"taskId":"x"}}`},
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1.5,"method":"tasks/get","params":{` + meta + `,"taskId":"x"}}`},
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1,"Method":"tasks/get","params":{` + meta + `,"TaskId":"x"}}`},
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + meta + `,"taskId":"x"}} x`},
+		{"tasks/get", "x", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + meta + `,"taskId":5}}`},
+		{"tasks/get", "=?base64?eA==?=", `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + meta + `,"taskId":"x"}}`},
+	} {
+		f.Add(s.method, s.name, s.body)
+	}
+	handler := func(noFastPath bool) http.Handler {
+		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath})
+		if err := tasktools.Register(srv, nil); err != nil {
+			f.Fatal(err)
+		}
+		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
+		if err != nil {
+			f.Fatal(err)
+		}
+		return srv.Handler(eng)
+	}
+	fast, sdk := handler(false), handler(true)
+	type answer struct {
+		Status int
+		ID     json.RawMessage
+		Code   *int64
+		Result json.RawMessage
+	}
+	ask := func(h http.Handler, method, name, body string) answer {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("Mcp-Name", name)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		out := rec.Body.String()
+		if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
+			out = out[i+len("data: "):]
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  *struct {
+				Code int64 `json:"code"`
+			} `json:"error"`
+		}
+		a := answer{Status: rec.Code}
+		if json.Unmarshal([]byte(out), &msg) == nil {
+			a.ID, a.Result = msg.ID, msg.Result
+			if msg.Error != nil {
+				a.Code = &msg.Error.Code
+			}
+		}
+		return a
+	}
+	f.Fuzz(func(t *testing.T, method, name, body string) {
+		if strings.Contains(body, "tools/call") {
+			// A task-creating call makes a new task id each time: the
+			// two answers differ by design.
+			return
+		}
+		a, b := ask(fast, method, name, body), ask(sdk, method, name, body)
+		if a.Status != b.Status || string(a.ID) != string(b.ID) || (a.Code == nil) != (b.Code == nil) ||
+			(a.Code != nil && *a.Code != *b.Code) || !jsonSame(a.Result, b.Result) {
+			t.Fatalf("Mcp-Method %q, Mcp-Name %q, body %q:\nfast path: HTTP %d id %s code %v result %s\ngo-sdk:    HTTP %d id %s code %v result %s",
+				method, name, body, a.Status, a.ID, deref(a.Code), a.Result, b.Status, b.ID, deref(b.Code), b.Result)
+		}
+	})
+}
+
+func deref(p *int64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// jsonSame reports whether a and b are the same JSON value, or both absent.
+func jsonSame(a, b json.RawMessage) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return string(a) == string(b)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
