@@ -119,7 +119,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
-	ctx, span := s.startSpan(r.Context(), m.Method, "", r.Header, m.Params.Meta.carrier())
+	ctx, span := s.startSpan(r.Context(), m.Method, "", r.Header, m.Params.Meta)
 	spanTaskID(span, m.Params.TaskID)
 	var (
 		res any
@@ -176,7 +176,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return true
 	}
 	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra), r.Header, m.Params.Meta.carrier())
+	res, err := s.createTask(r.Context(), t, args, caps, s.opts.Principal(extra), r.Header, m.Params.Meta)
 	if err != nil {
 		writeJSON(w, http.StatusOK, m.ID, "error", err)
 		return true

@@ -102,21 +102,33 @@ func spanError(span trace.Span, err error) {
 	span.SetStatus(codes.Error, err.Error())
 }
 
-// carrier returns the trace context of a fast-path request's params._meta
-// as a carrier; nil without _meta.
-func (m *requestMeta) carrier() propagation.TextMapCarrier {
+// Get returns the value of the trace context key (traceparent or
+// tracestate) in a fast-path request's params._meta, or "": with Set and
+// Keys, it makes _meta a propagation.TextMapCarrier, read only when
+// tracing is on.
+func (m *requestMeta) Get(key string) string {
 	if m == nil {
-		return nil
+		return ""
 	}
-	c := propagation.MapCarrier{}
-	for k, raw := range map[string]json.RawMessage{"traceparent": m.TraceParent, "tracestate": m.TraceState} {
-		var v string
-		if raw != nil && decodeJSON(raw, &v) == nil {
-			c[k] = v
-		}
+	var raw json.RawMessage
+	switch key {
+	case "traceparent":
+		raw = m.TraceParent
+	case "tracestate":
+		raw = m.TraceState
 	}
-	return c
+	var v string
+	if raw == nil || decodeJSON(raw, &v) != nil {
+		return ""
+	}
+	return v
 }
+
+// Set does nothing: the server only reads trace context.
+func (*requestMeta) Set(string, string) {}
+
+// Keys returns the trace context keys.
+func (*requestMeta) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // anyMeta is the params._meta of a request decoded by go-sdk, as a carrier
 // of the trace context.
