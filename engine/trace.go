@@ -56,7 +56,8 @@ func (e *Engine) startSpan(ctx context.Context, c store.Claimed) (context.Contex
 }
 
 // spanFinished records on span the terminal status that its run wrote.
-// Failed and cancelled runs set the span's status to Error.
+// A failed run sets the span's status to Error; a cancelled one does not:
+// the client asked for it, and mcptasks.task.status says so.
 func spanFinished(span trace.Span, p store.FinishParams) {
 	if !span.IsRecording() {
 		return
@@ -70,9 +71,6 @@ func spanFinished(span trace.Span, p store.FinishParams) {
 			msg = p.Error.Message
 		}
 		span.SetStatus(codes.Error, msg)
-	case task.Cancelled:
-		span.SetAttributes(attrErrorType.String("cancelled"))
-		span.SetStatus(codes.Error, p.StatusMessage)
 	}
 }
 
