@@ -63,15 +63,15 @@ func spanFinished(span trace.Span, p store.FinishParams) {
 		return
 	}
 	span.SetAttributes(attrStatus.String(string(p.Status)))
-	switch p.Status {
-	case task.Failed:
-		msg := p.StatusMessage
-		if p.Error != nil {
-			span.SetAttributes(attrErrorType.String(strconv.FormatInt(p.Error.Code, 10)))
-			msg = p.Error.Message
-		}
-		span.SetStatus(codes.Error, msg)
+	if p.Status != task.Failed {
+		return
 	}
+	msg := p.StatusMessage
+	if p.Error != nil {
+		span.SetAttributes(attrErrorType.String(strconv.FormatInt(p.Error.Code, 10)))
+		msg = p.Error.Message
+	}
+	span.SetStatus(codes.Error, msg)
 }
 
 // spanLeft records on span why its run ended without a terminal status:
