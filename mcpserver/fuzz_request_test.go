@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -44,14 +43,7 @@ func FuzzRequest(f *testing.F) {
 	}
 	h := srv.Handler(eng)
 	f.Fuzz(func(t *testing.T, method, name, body string) {
-		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", method)
-		req.Header.Set("Mcp-Name", name)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req.WithContext(context.Background()))
+		rec := fuzzPost(h, method, name, body)
 		if rec.Code >= 500 {
 			t.Fatalf("HTTP %d for %q: %s", rec.Code, body, rec.Body)
 		}
@@ -112,14 +104,7 @@ func FuzzFastPath(f *testing.F) {
 		Result json.RawMessage
 	}
 	ask := func(h http.Handler, method, name, body string) answer {
-		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", method)
-		req.Header.Set("Mcp-Name", name)
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
+		rec := fuzzPost(h, method, name, body)
 		out := rec.Body.String()
 		if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
 			out = out[i+len("data: "):]
@@ -153,6 +138,20 @@ func FuzzFastPath(f *testing.F) {
 				method, name, body, a.Status, a.ID, deref(a.Code), a.Result, b.Status, b.ID, deref(b.Code), b.Result)
 		}
 	})
+}
+
+// fuzzPost sends body to h as a POST with the headers of a 2026-07-28
+// request of method about name.
+func fuzzPost(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
 
 func deref(p *int64) any {
