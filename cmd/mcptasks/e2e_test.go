@@ -197,6 +197,19 @@ func (c *rpc) waitStatus(t *testing.T, id, status string, d time.Duration) map[s
 	}
 }
 
+// confirm answers the question of a confirm_delete task, seen waiting
+// with its inputRequests, with "yes".
+func (c *rpc) confirm(t *testing.T, id string, waiting map[string]any) {
+	t.Helper()
+	var key string
+	for k := range waiting["inputRequests"].(map[string]any) {
+		key = k
+	}
+	c.mustCall(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
+	}})
+}
+
 // TestCrashRecovery kills the server with SIGKILL while it holds a running
 // task, a task waiting for input and a completed task, starts it again on
 // the same SQLite file, and finds every task again: the same ids,
@@ -256,13 +269,7 @@ func TestCrashRecovery(t *testing.T) {
 		t.Errorf("lost task error: %v", got["error"])
 	}
 	// The waiting task takes its answer on the new process.
-	var key string
-	for k := range waiting["inputRequests"].(map[string]any) {
-		key = k
-	}
-	c.mustCall(t, "tasks/update", map[string]any{"taskId": id(asks), "inputResponses": map[string]any{
-		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
-	}})
+	c.confirm(t, id(asks), waiting)
 	got = c.waitStatus(t, id(asks), "completed", 10*time.Second)
 	if !strings.Contains(fmt.Sprint(got["result"]), "Deleted a.txt") {
 		t.Errorf("answered task result: %v", got["result"])
@@ -314,13 +321,7 @@ func TestSQLiteServeAndWorker(t *testing.T) {
 	r := c.callTool(t, "confirm_delete", map[string]any{"filename": "b.txt"})
 	id := r["taskId"].(string)
 	waiting := c.waitStatus(t, id, "input_required", 10*time.Second)
-	var key string
-	for k := range waiting["inputRequests"].(map[string]any) {
-		key = k
-	}
-	c.mustCall(t, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
-		key: map[string]any{"action": "accept", "content": map[string]any{"confirm": true}},
-	}})
+	c.confirm(t, id, waiting)
 	got := c.waitStatus(t, id, "completed", 10*time.Second)
 	if !strings.Contains(fmt.Sprint(got["result"]), "Deleted b.txt") {
 		t.Errorf("result: %v", got["result"])
