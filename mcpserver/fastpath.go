@@ -48,21 +48,25 @@ type requestMeta struct {
 	TraceState  json.RawMessage `json:"tracestate"`
 }
 
-// envelope is the top level of a JSON-RPC message.
+// envelope is the top level of a JSON-RPC message but its params.
 type envelope struct {
 	JSONRPC json.RawMessage `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  json.RawMessage `json:"method"`
-	Params  json.RawMessage `json:"params"`
 }
 
-// request is a JSON-RPC request whose params have the shape message reads.
-type request struct {
-	JSONRPC json.RawMessage `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  json.RawMessage `json:"method"`
-	Params  params          `json:"params"`
-}
+// request is a JSON-RPC request whose params have the shape message reads;
+// rawRequest is any JSON-RPC message, its params left undecoded.
+type (
+	request struct {
+		envelope
+		Params params `json:"params"`
+	}
+	rawRequest struct {
+		envelope
+		Params json.RawMessage `json:"params"`
+	}
+)
 
 // parse decodes a request body. If it is not one JSON-RPC message, it
 // returns the JSON-RPC error code and message to answer with. Params of the
@@ -73,10 +77,10 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	// otherwise the envelope alone, to tell what is wrong.
 	var env envelope
 	var req request
+	var raw rawRequest
 	if decodeJSON(body, &req) == nil {
-		env = envelope{JSONRPC: req.JSONRPC, ID: req.ID, Method: req.Method}
-		m.Params = req.Params
-	} else if err := decodeJSON(body, &env); err != nil {
+		env, m.Params = req.envelope, req.Params
+	} else if err := decodeJSON(body, &raw); err != nil {
 		var syntax *json.SyntaxError
 		switch b := bytes.TrimSpace(body); {
 		case errors.As(err, &syntax), errors.Is(err, errTrailing):
@@ -85,8 +89,11 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 			return -32600, "Invalid request: batches are not supported; send one message per POST"
 		}
 		return -32600, "Invalid request: the body must be a JSON-RPC message object"
-	} else if len(env.Params) > 0 && decodeJSON(env.Params, &m.Params) != nil {
-		m.Params = params{} // wrong shape: go-sdk reports it
+	} else {
+		env = raw.envelope
+		if len(raw.Params) > 0 && decodeJSON(raw.Params, &m.Params) != nil {
+			m.Params = params{} // wrong shape: go-sdk reports it
+		}
 	}
 	if decodeJSON(env.JSONRPC, &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
 		return -32600, `Invalid request: jsonrpc must be "2.0"`

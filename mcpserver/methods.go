@@ -30,7 +30,7 @@ func taskID(raw json.RawMessage) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", invalidParams("params.taskId is required")
 	}
-	if json.Unmarshal(raw, &id) != nil {
+	if decodeJSON(raw, &id) != nil {
 		return "", invalidParams("params.taskId must be a string")
 	}
 	return id, nil
