@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -60,14 +59,7 @@ func benchPost(b *testing.B, h http.Handler, method, name, params string) []byte
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
 		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
-	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := postRequest(h, method, name, body)
 	if rec.Code != http.StatusOK {
 		b.Fatalf("%s: HTTP %d: %s", method, rec.Code, rec.Body)
 	}

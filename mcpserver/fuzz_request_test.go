@@ -43,7 +43,7 @@ func FuzzRequest(f *testing.F) {
 	}
 	h := srv.Handler(eng)
 	f.Fuzz(func(t *testing.T, method, name, body string) {
-		rec := fuzzPost(h, method, name, body)
+		rec := postRequest(h, method, name, body)
 		if rec.Code >= 500 {
 			t.Fatalf("HTTP %d for %q: %s", rec.Code, body, rec.Body)
 		}
@@ -104,7 +104,7 @@ func FuzzFastPath(f *testing.F) {
 		Result json.RawMessage
 	}
 	ask := func(h http.Handler, method, name, body string) answer {
-		rec := fuzzPost(h, method, name, body)
+		rec := postRequest(h, method, name, body)
 		out := rec.Body.String()
 		if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
 			out = out[i+len("data: "):]
@@ -140,9 +140,9 @@ func FuzzFastPath(f *testing.F) {
 	})
 }
 
-// fuzzPost sends body to h as a POST with the headers of a 2026-07-28
+// postRequest sends body to h as a POST with the headers of a 2026-07-28
 // request of method about name.
-func fuzzPost(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
+func postRequest(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
