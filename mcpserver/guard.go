@@ -8,10 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // guard checks what go-sdk does not: the Mcp-Name header of tasks/get,
@@ -34,10 +30,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, nil, -32600, "Request body too large")
+				writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "Request body too large")
 				return
 			}
-			writeError(w, http.StatusBadRequest, nil, -32700, "Cannot read request body")
+			writeError(w, http.StatusBadRequest, nil, codeParseError, "Cannot read request body")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -56,8 +52,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			if s.polls != nil && msg.Method == methodGet {
-				extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-				if ok, wait := s.polls.allow(s.opts.Principal(extra), id); !ok {
+				if ok, wait := s.polls.allow(s.httpPrincipal(r), id); !ok {
 					writeTooFast(w, msg.ID, wait)
 					return
 				}
@@ -127,7 +122,7 @@ func (p *plainErrorWriter) finish(id json.RawMessage) {
 		return
 	}
 	p.Header().Del("X-Content-Type-Options")
-	writeError(p.ResponseWriter, http.StatusBadRequest, id, -32600, "Invalid request: "+strings.TrimSpace(p.text.String()))
+	writeError(p.ResponseWriter, http.StatusBadRequest, id, codeInvalidRequest, "Invalid request: "+strings.TrimSpace(p.text.String()))
 }
 
 // The markers of a header value in the base64 form.
@@ -152,9 +147,4 @@ func headerValue(h http.Header, name string) (string, bool) {
 		return string(b), true
 	}
 	return v, true
-}
-
-// writeError writes a JSON-RPC error response.
-func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
-	writeJSON(w, status, id, "error", &jsonrpc.Error{Code: code, Message: msg})
 }

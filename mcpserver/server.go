@@ -4,12 +4,12 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -150,10 +150,8 @@ func defaultPrincipal(extra *mcp.RequestExtra) string {
 	return LocalPrincipal
 }
 
-type principalKey struct{}
-
-// principalFrom returns the principal the middleware stored in ctx.
-func principalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
+// httpPrincipal returns the principal of an HTTP request that the server
+// answers without go-sdk.
+func (s *Server) httpPrincipal(r *http.Request) string {
+	return s.opts.Principal(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
 }
