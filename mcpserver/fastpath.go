@@ -1,9 +1,7 @@
 package mcpserver
 
 import (
-	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 
 	"github.com/mcptasks/mcptasks/task"
@@ -102,11 +100,6 @@ func (s *Server) fastEligible(r *http.Request, m *message) bool {
 	if !acceptsJSON(h.Values("Accept")) {
 		return false
 	}
-	// go-sdk's DNS rebinding protection: a loopback listener answers only
-	// loopback Host names.
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
-		return false
-	}
 	return true
 }
 
@@ -128,16 +121,4 @@ func acceptsJSON(values []string) bool {
 		}
 	}
 	return jsonOK && sseOK
-}
-
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
 }

@@ -10,13 +10,18 @@ import (
 	"strings"
 )
 
-// guard checks what go-sdk does not: the Mcp-Name header of tasks/get,
-// tasks/update and tasks/cancel must equal params.taskId (else HTTP 400 and
-// -32020), and a body that is not one JSON-RPC message gets a JSON-RPC
-// error body, not plain text. Every other request passes through
-// untouched. The body is read once, bounded, and handed on.
+// guard checks what go-sdk does not, before anything else runs: the
+// request's Origin (else HTTP 403, see checkOrigin), the Mcp-Name header of
+// tasks/get, tasks/update and tasks/cancel, which must equal params.taskId
+// (else HTTP 400 and -32020), and a body that is not one JSON-RPC message
+// gets a JSON-RPC error body, not plain text. Every other request passes
+// through untouched. The body is read once, bounded, and handed on.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refused := s.checkOrigin(r); refused != "" {
+			writeError(w, http.StatusForbidden, nil, codeInvalidRequest, refused)
+			return
+		}
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
