@@ -86,7 +86,9 @@ type ListParams struct {
 	Now time.Time
 
 	// Cursor continues a listing: the Next of the previous page, listed
-	// with the same filters (Now aside). Empty for the first page.
+	// with the same filters; Now, CreatedAfter and CreatedBefore may
+	// change (the page goes on from the cursor within the new bounds).
+	// Empty for the first page.
 	Cursor string
 	// Limit is the most tasks in the page: 0 means DefaultListLimit, and
 	// more than MaxListLimit is an error.
@@ -165,12 +167,11 @@ type cursor struct {
 }
 
 // filterHash identifies the filters of p, so that a cursor is not used
-// with others.
+// with others. The time bounds are not among them: a listing of "the last
+// hour" may go on while the hour moves.
 func (p ListParams) filterHash() string {
 	h := fnv.New64a()
-	for _, s := range []string{p.Principal, string(p.Status), p.Tool, p.IDPrefix, p.Text,
-		fmt.Sprint(p.CreatedAfter.UnixMilli(), p.CreatedAfter.IsZero()),
-		fmt.Sprint(p.CreatedBefore.UnixMilli(), p.CreatedBefore.IsZero())} {
+	for _, s := range []string{p.Principal, string(p.Status), p.Tool, p.IDPrefix, p.Text} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
