@@ -157,7 +157,7 @@ func BenchmarkCreateIndexes(b *testing.B) {
 		})
 	}
 	n, path := syntheticPath(b)
-	for _, v := range []int{0, 3} {
+	for v := range variants {
 		b.Run(fmt.Sprintf("Tasks%dk/%s", n/1000, variants[v].name), func(b *testing.B) {
 			dst := filepath.Join(os.TempDir(), fmt.Sprintf("mcptasks-create-%s-%d.db", variants[v].name, n))
 			if _, err := os.Stat(dst); err != nil {
