@@ -288,6 +288,13 @@ func (f *faultStore) Get(ctx context.Context, id string) (*task.Record, error) {
 	return f.Store.Get(ctx, id)
 }
 
+func (f *faultStore) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.Store.GetFor(ctx, id, principal)
+}
+
 func (f *faultStore) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
 	f.mu.Lock()
 	g := f.claimGate

@@ -60,7 +60,7 @@ func (e *Engine) Get(ctx context.Context, principal, id string) (*task.Record, e
 	if !task.ValidID(id) {
 		return nil, ErrNotFound
 	}
-	r, err := e.st.Get(ctx, id)
+	r, err := e.st.GetFor(ctx, id, principal)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (r.Principal != principal || r.Expired(e.now())) {
 		return nil, ErrNotFound
 	}

@@ -41,6 +41,12 @@ type Store interface {
 	Create(ctx context.Context, r *task.Record) error
 	// Get returns the task with the id, or ErrNotFound.
 	Get(ctx context.Context, id string) (*task.Record, error)
+	// GetFor returns the principal's task with the id, or ErrNotFound:
+	// for an unknown id and for another principal's task alike. The
+	// principal is part of the lookup, so that another principal's task
+	// is never read and costs what an unknown id costs: tasks/get must
+	// not tell them apart by its timing either.
+	GetFor(ctx context.Context, id, principal string) (*task.Record, error)
 	// Claim leases up to p.Limit claimable tasks to p.Owner: tasks that are
 	// not terminal, whose tool is in p.Tools (all tools if nil), and whose
 	// lease is unset or expired at p.Now. Each claim increments Attempt;

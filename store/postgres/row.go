@@ -21,6 +21,7 @@ const columns = `id, principal, tool, args, client_capabilities, status, status_
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
 	getSQL    = selectSQL + ` WHERE id = $1`
+	getForSQL = getSQL + ` AND principal = $2`
 	lockSQL   = getSQL + ` FOR UPDATE`
 
 	// insertRowSQL inserts a task unless its id exists. The values are

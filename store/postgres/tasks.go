@@ -41,9 +41,21 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 
 // Get implements [store.Store]. It is one primary-key read.
 func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	return s.read(ctx, getSQL, id)
+}
+
+// GetFor implements [store.Store]. It is one primary-key read whose
+// principal filter the server applies: another principal's row is never
+// sent.
+func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
+	return s.read(ctx, getForSQL, id, principal)
+}
+
+// read runs the query q of one task.
+func (s *Store) read(ctx context.Context, q string, args ...any) (*task.Record, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := scanRecord(s.pool.QueryRow(ctx, getSQL, id))
+	r, err := scanRecord(s.pool.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

@@ -47,11 +47,13 @@ func newCache(max int, maxStale time.Duration) *cache {
 	}
 }
 
-// get returns a copy of the cached task with the id, if it is cached and
-// the last check for foreign writes is recent enough. Otherwise it returns
-// the sequence number the caller passes to fill after reading the
-// database, and may ask the commit loop for a check.
-func (c *cache) get(id string) (r *task.Record, seq uint64) {
+// get returns a copy of the cached task with the id, if it is cached, of
+// principal (any principal if principal is nil), and the last check for
+// foreign writes is recent enough. Otherwise it returns the sequence
+// number the caller passes to fill after reading the database, and may ask
+// the commit loop for a check. Another principal's task is a miss, not
+// copied, so that it costs what an unknown id costs.
+func (c *cache) get(id string, principal *string) (r *task.Record, seq uint64) {
 	if c == nil {
 		return nil, 0
 	}
@@ -59,7 +61,10 @@ func (c *cache) get(id string) (r *task.Record, seq uint64) {
 	c.gets++
 	fresh := c.now().Sub(c.checkedAt) <= c.maxStale
 	if fresh {
-		if r = c.m[id]; r != nil {
+		if r = c.m[id]; r != nil && principal != nil && r.Principal != *principal {
+			r = nil
+		}
+		if r != nil {
 			c.hits++
 		}
 	}

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -81,6 +82,38 @@ func TestCache_Hits(t *testing.T) {
 	s.cache.mu.Unlock()
 	if n > 2 {
 		t.Errorf("cache holds %d tasks, want at most CacheSize 2", n)
+	}
+}
+
+// TestCache_OtherPrincipal checks that another principal's GetFor of a
+// cached task is not answered from the cache: it reads the file, as an
+// unknown id does, so that its timing does not tell that the task exists.
+func TestCache_OtherPrincipal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheMaxStale: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(ctx, newTask("a")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first fills the cache, the second hits
+		if _, err := s.GetFor(ctx, "a", "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cache.hitCount(); n != 1 {
+		t.Fatalf("hits after alice's two reads = %d, want 1", n)
+	}
+	for _, id := range []string{"a", "unknown"} {
+		if _, err := s.GetFor(ctx, id, "bob"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("bob's GetFor(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if n := s.cache.hitCount(); n != 1 {
+		t.Errorf("hits after bob's reads = %d, want still 1: another principal's task was served from the cache", n)
 	}
 }
 

@@ -22,6 +22,7 @@ const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
 	getSQL    = selectSQL + ` WHERE id = ?`
+	getForSQL = getSQL + ` AND principal = ?`
 	insertSQL = `INSERT INTO tasks (` + columns + `) VALUES (` + marks + `) ON CONFLICT (id) DO NOTHING`
 	updateSQL = `UPDATE tasks SET (` + columns + `) = (` + marks + `) WHERE id = ?`
 )

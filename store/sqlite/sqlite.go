@@ -78,10 +78,11 @@ type Options struct {
 // Store is a [store.Store] kept in one SQLite file. It is safe for
 // concurrent use; call Close when done.
 type Store struct {
-	w   *sql.DB // the one write connection: SQLite has one writer
-	ws  *writeStmts
-	r   *sql.DB   // read-only connections
-	get *sql.Stmt // getSQL on r, prepared once per connection
+	w      *sql.DB // the one write connection: SQLite has one writer
+	ws     *writeStmts
+	r      *sql.DB   // read-only connections
+	get    *sql.Stmt // getSQL on r, prepared once per connection
+	getFor *sql.Stmt // getForSQL on r
 
 	cache       *cache // nil when Options.CacheSize < 0
 	dataVersion int64  // of w, as last read by the commit loop
@@ -146,14 +147,22 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	ws, err := prepareWrites(ctx, w)
+	getFor, err := r.PrepareContext(ctx, getForSQL)
 	if err != nil {
 		get.Close()
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{w: w, ws: ws, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
+	ws, err := prepareWrites(ctx, w)
+	if err != nil {
+		getFor.Close()
+		get.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{w: w, ws: ws, r: r, get: get, getFor: getFor, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.CacheSize > 0 {
 		s.cache = newCache(o.CacheSize, o.CacheMaxStale)
 		s.checkForeign()
@@ -223,7 +232,7 @@ func checkWAL(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.stopped
-	if err := errors.Join(s.get.Close(), s.r.Close(), s.ws.close(), s.w.Close()); err != nil {
+	if err := errors.Join(s.get.Close(), s.getFor.Close(), s.r.Close(), s.ws.close(), s.w.Close()); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil

@@ -61,6 +61,19 @@ func testCreateGet(t *testing.T, f factory) {
 		wantErr(t, "Get(unknown)", err, store.ErrNotFound)
 	})
 
+	t.Run("GetForOtherPrincipal", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		r := newTask("t1")
+		create(t, s, r)
+		get(t, s, "t1") // a backend with a cache may now hold it
+		wantStored(t, s, r)
+		for _, c := range []struct{ id, principal string }{{"t1", bob}, {"t1", ""}, {"t2", alice}} {
+			_, err := s.GetFor(context.Background(), c.id, c.principal)
+			wantErr(t, fmt.Sprintf("GetFor(%s, %q)", c.id, c.principal), err, store.ErrNotFound)
+		}
+	})
+
 	t.Run("TraceParentKept", func(t *testing.T) { testTraceParentKept(t, f) })
 
 	t.Run("ManyTasks", func(t *testing.T) {

@@ -249,6 +249,11 @@ func wantRecord(t *testing.T, what string, got, want *task.Record) {
 func wantStored(t *testing.T, s store.Store, want *task.Record) {
 	t.Helper()
 	wantRecord(t, "Get", get(t, s, want.ID), want)
+	r, err := s.GetFor(context.Background(), want.ID, want.Principal)
+	if err != nil {
+		t.Fatalf("GetFor(%s, %s): %v", want.ID, want.Principal, err)
+	}
+	wantRecord(t, "GetFor", r, want)
 }
 
 // wantKeys fails t unless the sorted keys equal want.
