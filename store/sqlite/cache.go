@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -25,8 +26,15 @@ import (
 //     maxStale; a change empties the cache. A Get is answered from the
 //     cache only within maxStale of a check, so a write of another process
 //     is seen at most maxStale late.
+//
+// It is bounded twice: by the number of records and by their bytes (as
+// [recordBytes] counts them). A fill that would pass either bound evicts
+// records at random first; a record larger than a sixteenth of the byte
+// bound is not cached at all, so that one large task cannot empty the
+// cache of small ones.
 type cache struct {
 	max      int           // most records kept
+	maxBytes int64         // most bytes kept
 	maxStale time.Duration // longest a hit may trail a check for foreign writes
 	now      func() time.Time
 	probe    chan struct{} // asks the commit loop for a check; buffered, 1
@@ -34,17 +42,39 @@ type cache struct {
 	mu        sync.Mutex
 	seq       uint64 // odd inside a write window
 	m         map[string]*task.Record
+	bytes     int64     // recordBytes of the records in m
 	checkedAt time.Time // when the last foreign-write check began
 	gets      uint64    // Gets since the last check
 	hits      uint64    // for tests
 }
 
-func newCache(max int, maxStale time.Duration) *cache {
+func newCache(max int, maxBytes int64, maxStale time.Duration) *cache {
 	return &cache{
-		max: max, maxStale: maxStale, now: time.Now,
+		max: max, maxBytes: maxBytes, maxStale: maxStale, now: time.Now,
 		probe: make(chan struct{}, 1),
 		m:     make(map[string]*task.Record),
 	}
+}
+
+// recordOverhead is what a cached record costs beyond its variable-length
+// fields: the Record struct, its map entry and the fixed parts of its
+// fields, rounded up.
+const recordOverhead = 512
+
+// recordBytes estimates the memory a cached copy of r holds.
+func recordBytes(r *task.Record) int64 {
+	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
+		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.StatusMessage) +
+		len(r.Result) + len(r.LeaseOwner)
+	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers} {
+		for k, v := range m {
+			n += 64 + len(k) + len(v)
+		}
+	}
+	if r.Error != nil {
+		n += len(r.Error.Message) + len(r.Error.Data)
+	}
+	return int64(n)
 }
 
 // get returns a copy of the cached task with the id, if it is cached, of
@@ -93,13 +123,33 @@ func (c *cache) fill(seq uint64, r *task.Record) {
 	if seq%2 != 0 || seq != c.seq {
 		return
 	}
-	if len(c.m) >= c.max {
-		for k := range c.m { // evict one at random
-			delete(c.m, k)
+	size := recordBytes(r)
+	if size > c.maxBytes/16 {
+		return
+	}
+	c.remove(r.ID)
+	for k := range c.m { // evict at random until r fits
+		if len(c.m) < c.max && c.bytes+size <= c.maxBytes {
 			break
 		}
+		c.remove(k)
 	}
 	c.m[r.ID] = r.Clone()
+	c.bytes += size
+}
+
+// remove forgets the record with the id; c.mu is held.
+func (c *cache) remove(id string) {
+	if r, ok := c.m[id]; ok {
+		c.bytes -= recordBytes(r)
+		delete(c.m, id)
+	}
+}
+
+// clearLocked forgets every record; c.mu is held.
+func (c *cache) clearLocked() {
+	clear(c.m)
+	c.bytes = 0
 }
 
 // beginWrite opens a write window.
@@ -118,7 +168,7 @@ func (c *cache) drop(id string) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.m, id)
+	c.remove(id)
 	c.mu.Unlock()
 }
 
@@ -128,7 +178,7 @@ func (c *cache) dropAll() {
 		return
 	}
 	c.mu.Lock()
-	clear(c.m)
+	c.clearLocked()
 	c.mu.Unlock()
 }
 
@@ -153,7 +203,7 @@ func (c *cache) checked(t time.Time, foreign bool) (used bool) {
 	defer c.mu.Unlock()
 	used, c.gets = c.gets > 0, 0
 	if foreign {
-		clear(c.m)
+		c.clearLocked()
 		c.seq += 2 // fills from reads that began before the check fail
 	}
 	if t.After(c.checkedAt) {

@@ -2,9 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,6 +85,57 @@ func TestCache_Hits(t *testing.T) {
 	s.cache.mu.Unlock()
 	if n > 2 {
 		t.Errorf("cache holds %d tasks, want at most CacheSize 2", n)
+	}
+}
+
+// TestCache_Bytes checks the byte bound: however many tasks are read, the
+// cache holds at most CacheBytes of them, its count of bytes stays exact,
+// and a task larger than a sixteenth of the bound is never cached.
+func TestCache_Bytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const budget = 64 << 10
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheBytes: budget, CacheMaxStale: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	task := func(id string, argBytes int) *task.Record {
+		r := newTask(id)
+		r.Args = json.RawMessage(`{"label":"` + strings.Repeat("x", argBytes) + `"}`)
+		return r
+	}
+	const small = 1 << 10 // 64 of them would need about 96 KiB with the overhead
+	for i := range 64 {
+		id := fmt.Sprintf("s%02d", i)
+		if err := s.Create(ctx, task(id, small)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		s.cache.mu.Lock()
+		var sum int64
+		for _, r := range s.cache.m {
+			sum += recordBytes(r)
+		}
+		n, counted := len(s.cache.m), s.cache.bytes
+		s.cache.mu.Unlock()
+		if counted != sum || counted > budget {
+			t.Fatalf("after %d reads: %d tasks, counted %d bytes, they hold %d; want equal and at most %d", i+1, n, counted, sum, budget)
+		}
+	}
+	if err := s.Create(ctx, task("big", budget/16)); err != nil {
+		t.Fatal(err)
+	}
+	before := s.cache.hitCount()
+	for range 2 {
+		if _, err := s.Get(ctx, "big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cache.hitCount(); n != before {
+		t.Errorf("a task larger than a sixteenth of CacheBytes was served from the cache (%d hits)", n-before)
 	}
 }
 

@@ -49,6 +49,9 @@ const (
 	DefaultMaxReadConns = 4
 	// DefaultCacheSize is how many tasks Get keeps in memory.
 	DefaultCacheSize = 10_000
+	// DefaultCacheBytes bounds the memory of the tasks Get keeps: 64 MiB,
+	// about 10,000 tasks of 6 KiB.
+	DefaultCacheBytes = 64 << 20
 	// DefaultCacheMaxStale bounds how late a cached Get may see a write
 	// made by another process on the same file.
 	DefaultCacheMaxStale = 10 * time.Millisecond
@@ -68,6 +71,12 @@ type Options struct {
 	// cache never serves a record older than this process's last write to
 	// it; see CacheMaxStale for other processes' writes.
 	CacheSize int
+	// CacheBytes bounds the memory of the cached tasks, as the sum of
+	// their variable-length fields (arguments, result, messages, input
+	// requests and answers) plus 512 bytes each; zero means
+	// DefaultCacheBytes. A task larger than a sixteenth of it is never
+	// cached: its polls read the file.
+	CacheBytes int64
 	// CacheMaxStale bounds how late Get may see a write made by another
 	// process that has the same file open (a worker beside a server): a
 	// cached task is served only within CacheMaxStale of a check for such
@@ -164,7 +173,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	}
 	s := &Store{w: w, ws: ws, r: r, get: get, getFor: getFor, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.CacheSize > 0 {
-		s.cache = newCache(o.CacheSize, o.CacheMaxStale)
+		s.cache = newCache(o.CacheSize, o.CacheBytes, o.CacheMaxStale)
 		s.checkForeign()
 	}
 	go s.commitLoop()
@@ -180,6 +189,9 @@ func options(opts *Options) (Options, error) {
 	if o.BusyTimeout < 0 {
 		return o, fmt.Errorf("sqlite: Options.BusyTimeout is %v: use zero for the default or a positive duration", o.BusyTimeout)
 	}
+	if o.CacheBytes < 0 {
+		return o, fmt.Errorf("sqlite: Options.CacheBytes is %d: use zero for the default or a positive number (a negative CacheSize turns the cache off)", o.CacheBytes)
+	}
 	if o.CacheMaxStale < 0 {
 		return o, fmt.Errorf("sqlite: Options.CacheMaxStale is %v: use zero for the default or a positive duration", o.CacheMaxStale)
 	}
@@ -194,6 +206,9 @@ func options(opts *Options) (Options, error) {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.CacheMaxStale == 0 {
 		o.CacheMaxStale = DefaultCacheMaxStale
