@@ -30,6 +30,9 @@ type write struct {
 // return their errors as they are (see runGroup). Errors of the database
 // are wrapped with op.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *wtx) error) error {
+	if err := ctx.Err(); err != nil { // select would pick at random between this and a ready commit loop
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
 	w := write{op: op, fn: fn, done: make(chan error, 1)}
 	select {
 	case s.writes <- w:
