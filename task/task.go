@@ -30,6 +30,10 @@ type Record struct {
 	// and after a crash, continues the same trace. Empty when tracing was
 	// off.
 	TraceParent string
+	// IdempotencyKey is the key the creating request carried, if any:
+	// while the task lives (until its TTL ends), a create by the same
+	// principal with the same key gets this task instead of a new one.
+	IdempotencyKey string
 
 	// Status is the current status.
 	Status Status

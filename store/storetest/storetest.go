@@ -51,6 +51,11 @@
 //   - Finish with a non-terminal status returns a *task.TransitionError and
 //     changes nothing. An empty StatusMessage keeps the current message.
 //   - DeleteExpired: limit <= 0 means no limit.
+//   - Idempotency keys. A record's IdempotencyKey is unique per principal
+//     among tasks that have not expired at the new record's CreatedAt,
+//     whatever their status: Create of a record whose key such a task
+//     holds writes nothing and returns a *store.DuplicateError with that
+//     task, also when creates race. An expired task gives its key up.
 package storetest
 
 import (
@@ -87,6 +92,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, f) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
 	t.Run("Count", func(t *testing.T) { testCount(t, f) })
+	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
@@ -308,6 +314,7 @@ func diffRecords(got, want *task.Record) []string {
 	raw("Args", got.Args, want.Args)
 	raw("ClientCapabilities", got.ClientCapabilities, want.ClientCapabilities)
 	str("TraceParent", got.TraceParent, want.TraceParent)
+	str("IdempotencyKey", got.IdempotencyKey, want.IdempotencyKey)
 	str("Status", string(got.Status), string(want.Status))
 	str("StatusMessage", got.StatusMessage, want.StatusMessage)
 	tm("CreatedAt", got.CreatedAt, want.CreatedAt)
