@@ -10,6 +10,13 @@ import (
 // ExtensionID is the identifier of the MCP Tasks extension.
 const ExtensionID = "io.modelcontextprotocol/tasks"
 
+// MetaIdempotencyKey is mcptasks' own _meta key (under its prefix
+// io.github.mcptasks) of a tools/call's idempotency key: the same
+// principal and key within the task's TTL get the task the key made
+// instead of a second one. A server that honours it says so with the same
+// key in the experimental capabilities of server/discover.
+const MetaIdempotencyKey = "io.github.mcptasks/idempotencyKey"
+
 // Record is the durable state of one task: what the store keeps and the
 // engine works on. The wire view is [Record.Detailed].
 type Record struct {
