@@ -692,6 +692,10 @@ func BenchmarkGet(b *testing.B) {
 	})
 }
 
+func BenchmarkGetFor(b *testing.B) {
+	storetest.BenchmarkGetFor(b, func(b *testing.B) store.Store { return openTemp(b) })
+}
+
 // BenchmarkCreate measures durable inserts from 4×GOMAXPROCS goroutines,
 // with and without the created event.
 func BenchmarkCreate(b *testing.B) {
