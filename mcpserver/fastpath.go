@@ -66,7 +66,12 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		writeRPCError(w, m.ID, err)
 		return true
 	}
-	res, err := s.createTask(r.Context(), t, args, caps, s.httpPrincipal(r), r.Header, m.Params.Meta)
+	key, err := idempotencyKey(m.Params.Meta.IdempotencyKey)
+	if err != nil {
+		writeRPCError(w, m.ID, err)
+		return true
+	}
+	res, err := s.createTask(r.Context(), t, args, caps, key, s.httpPrincipal(r), r.Header, m.Params.Meta)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true

@@ -6,6 +6,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -115,6 +116,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		caps = &c
 	}
 	caps.AddExtension(task.ExtensionID, nil)
+	// Say that task-creating tools/call honour idempotency keys, so that
+	// clients know a retry with the same key is safe (see idempotency.go).
+	caps.Experimental = maps.Clone(caps.Experimental)
+	if caps.Experimental == nil {
+		caps.Experimental = map[string]any{}
+	}
+	caps.Experimental[task.MetaIdempotencyKey] = map[string]any{}
 	so.Capabilities = caps
 	if so.Logger == nil {
 		so.Logger = s.opts.Logger
