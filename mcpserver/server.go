@@ -96,7 +96,7 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		s.opts.Principal = defaultPrincipal
 	}
 	if s.opts.MinPollInterval > 0 {
-		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, last: map[string]time.Time{}}
+		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, max: maxPollEntries, last: map[string]time.Time{}}
 	}
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)
