@@ -86,6 +86,9 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		if err != nil {
 			return nil, s.taskError(c.method, err)
 		}
+		if !heldFrom(ctx).take(r.Size()) { // held until the reply is written
+			return nil, errBusy
+		}
 		return &GetTaskResult{Detailed: r.Detailed()}, nil
 	case methodUpdate:
 		responses, err := inputResponses(c.inputResponses)

@@ -36,6 +36,13 @@ type Options struct {
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the bytes that the requests handled at once
+	// hold, across all connections: their bodies, and the tasks their
+	// tasks/get replies carry (DefaultMaxInflightBytes if zero; at least
+	// MaxBodyBytes). A request whose body does not fit gets HTTP 503,
+	// Retry-After and -32603 before its body is read; a tasks/get whose
+	// task does not fit gets -32603. Clients retry both.
+	MaxInflightBytes int64
 	// MinPollInterval, if positive, limits how often a principal may
 	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
@@ -77,6 +84,7 @@ type Server struct {
 	eng        *engine.Engine
 	origins    *http.CrossOriginProtection
 	polls      *pollLimiter // nil without Options.MinPollInterval
+	inflight   *budget      // Options.MaxInflightBytes
 	trc        trace.Tracer // nil without Options.TracerProvider
 }
 
@@ -91,6 +99,10 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxBodyBytes == 0 {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.opts.MaxInflightBytes == 0 {
+		s.opts.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	s.inflight = &budget{max: max(s.opts.MaxInflightBytes, s.opts.MaxBodyBytes)}
 	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal

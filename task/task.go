@@ -115,6 +115,29 @@ func (r *Record) Expired(now time.Time) bool {
 	return ok && !now.Before(t)
 }
 
+// recordOverhead is what a Record costs in memory beyond its
+// variable-length fields: the struct, the fixed parts of its fields and a
+// map entry that holds it, rounded up.
+const recordOverhead = 512
+
+// Size estimates the bytes r holds in memory: its variable-length fields
+// (arguments, result, messages, input requests, answers, error) plus a
+// fixed overhead. Caches and in-flight budgets count records with it.
+func (r *Record) Size() int64 {
+	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
+		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.IdempotencyKey) + len(r.StatusMessage) +
+		len(r.Result) + len(r.LeaseOwner)
+	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers} {
+		for k, v := range m {
+			n += 64 + len(k) + len(v)
+		}
+	}
+	if r.Error != nil {
+		n += len(r.Error.Message) + len(r.Error.Data)
+	}
+	return int64(n)
+}
+
 // Clone returns a deep copy of r.
 func (r *Record) Clone() *Record {
 	c := *r

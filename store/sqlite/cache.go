@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"encoding/json"
 	"sync"
 	"time"
 
@@ -28,7 +27,7 @@ import (
 //     is seen at most maxStale late.
 //
 // It is bounded twice: by the number of records and by their bytes (as
-// [recordBytes] counts them). A fill that would pass either bound evicts
+// [task.Record.Size] counts them). A fill that would pass either bound evicts
 // records at random first; a record larger than a sixteenth of the byte
 // bound is not cached at all, so that one large task cannot empty the
 // cache of small ones.
@@ -42,7 +41,7 @@ type cache struct {
 	mu        sync.Mutex
 	seq       uint64 // odd inside a write window
 	m         map[string]*task.Record
-	bytes     int64     // recordBytes of the records in m
+	bytes     int64     // the Size of the records in m
 	checkedAt time.Time // when the last foreign-write check began
 	gets      uint64    // Gets since the last check
 	hits      uint64    // for tests
@@ -54,27 +53,6 @@ func newCache(max int, maxBytes int64, maxStale time.Duration) *cache {
 		probe: make(chan struct{}, 1),
 		m:     make(map[string]*task.Record),
 	}
-}
-
-// recordOverhead is what a cached record costs beyond its variable-length
-// fields: the Record struct, its map entry and the fixed parts of its
-// fields, rounded up.
-const recordOverhead = 512
-
-// recordBytes estimates the memory a cached copy of r holds.
-func recordBytes(r *task.Record) int64 {
-	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
-		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.StatusMessage) +
-		len(r.Result) + len(r.LeaseOwner)
-	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers} {
-		for k, v := range m {
-			n += 64 + len(k) + len(v)
-		}
-	}
-	if r.Error != nil {
-		n += len(r.Error.Message) + len(r.Error.Data)
-	}
-	return int64(n)
 }
 
 // get returns a copy of the cached task with the id, if it is cached, of
@@ -123,7 +101,7 @@ func (c *cache) fill(seq uint64, r *task.Record) {
 	if seq%2 != 0 || seq != c.seq {
 		return
 	}
-	size := recordBytes(r)
+	size := r.Size()
 	if size > c.maxBytes/16 {
 		return
 	}
@@ -141,7 +119,7 @@ func (c *cache) fill(seq uint64, r *task.Record) {
 // remove forgets the record with the id; c.mu is held.
 func (c *cache) remove(id string) {
 	if r, ok := c.m[id]; ok {
-		c.bytes -= recordBytes(r)
+		c.bytes -= r.Size()
 		delete(c.m, id)
 	}
 }

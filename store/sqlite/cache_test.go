@@ -117,7 +117,7 @@ func TestCache_Bytes(t *testing.T) {
 		s.cache.mu.Lock()
 		var sum int64
 		for _, r := range s.cache.m {
-			sum += recordBytes(r)
+			sum += r.Size()
 		}
 		n, counted := len(s.cache.m), s.cache.bytes
 		s.cache.mu.Unlock()
