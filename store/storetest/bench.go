@@ -14,7 +14,9 @@ import (
 // them): by alice ("own", the poll of a task), by bob ("foreign") and of
 // ids that do not exist ("unknown"). The last two must cost the same: a
 // caller must not learn from the time of a not-found answer that the task
-// exists. newStore returns a fresh, empty store.
+// exists. "foreign-by-get" is how a foreign read was made before GetFor
+// (Get, then a comparison of the principal), for comparison. newStore
+// returns a fresh, empty store.
 func BenchmarkGetFor(b *testing.B, newStore func(b *testing.B) store.Store) {
 	ctx := context.Background()
 	s := newStore(b)
@@ -53,4 +55,14 @@ func BenchmarkGetFor(b *testing.B, newStore func(b *testing.B) store.Store) {
 			}
 		})
 	}
+	b.Run("foreign-by-get", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if r, err := s.Get(ctx, ids[i%n]); err != nil || r.Principal == bob {
+				b.Fatalf("Get: %v", err)
+			}
+			i++
+		}
+	})
 }
