@@ -20,7 +20,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	mrand "math/rand/v2"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -55,7 +54,7 @@ func TestHistory(t *testing.T) {
 	}
 	base := pgtest.DSN(t)
 	app := "mcptasks-history-" + randomHex(4)
-	dsn := withApplicationName(base, app)
+	dsn := pgtest.WithParam(base, "application_name", app)
 	args := []string{"--store", dsn, "--lease", histLease.String(), "--demo-step", "150ms", "--workers", "4"}
 
 	n := &nemesis{t: t, dsn: base, app: app}
@@ -611,19 +610,6 @@ func (h *history) checkStore(t *testing.T, dsn string) int {
 		}
 	}
 	return dup
-}
-
-// withApplicationName returns dsn with the connections' application_name
-// set to name, so that the test can find them in pg_stat_activity.
-func withApplicationName(dsn, name string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme != "postgres" && u.Scheme != "postgresql" {
-		return dsn + " application_name=" + name
-	}
-	q := u.Query()
-	q.Set("application_name", name)
-	u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-	return u.String()
 }
 
 func randomHex(n int) string {
