@@ -58,6 +58,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				principal: s.opts.Principal(req.GetExtra()),
 				header:    requestHeader(req),
 				meta:      meta,
+				held:      heldFrom(ctx),
 			}
 			return next(context.WithValue(ctx, sdkTaskCallKey{}, c), method, req)
 		}

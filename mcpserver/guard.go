@@ -40,7 +40,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		defer h.release()
-		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, h))
 		// Sized from Content-Length, so that the usual body is read in one
 		// allocation; MaxBytesReader bounds it whatever the header says.
 		size := min(max(r.ContentLength, 0), s.opts.MaxBodyBytes) + bytes.MinRead
@@ -78,7 +77,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					return
 				}
 			}
-			if s.serveTaskMethod(w, r, &msg) {
+			if s.serveTaskMethod(w, r, &msg, h) {
 				return
 			}
 		case "tools/call", "resources/read", "prompts/get":
@@ -93,6 +92,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				}
 			}
 		}
+		// go-sdk's handlers find the request's share of the budget in its
+		// context.
+		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, h))
 		if msg.ID != nil {
 			// go-sdk answers some bad requests with a plain-text 400; a
 			// client must get a JSON-RPC error body on every 400.

@@ -59,6 +59,8 @@ type taskCall struct {
 	// The request's HTTP headers and params._meta, for tracing.
 	header http.Header
 	meta   propagation.TextMapCarrier
+	// held is the request's share of the in-flight budget.
+	held *held
 }
 
 // serveTask answers a tasks/* request: the one implementation of
@@ -86,7 +88,7 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		if err != nil {
 			return nil, s.taskError(c.method, err)
 		}
-		if !heldFrom(ctx).take(r.Size()) { // held until the reply is written
+		if !c.held.take(r.Size()) { // held until the reply is written
 			return nil, errBusy
 		}
 		return &GetTaskResult{Detailed: r.Detailed()}, nil
