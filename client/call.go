@@ -2,10 +2,14 @@ package client
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,8 +40,20 @@ type CallResult struct {
 // Journal before CallTool returns its handle. If the journal fails, the
 // handle is returned together with an error wrapping [ErrJournal]: the
 // task exists and runs on the server either way.
+//
+// Every call carries a new idempotency key in _meta
+// ([task.MetaIdempotencyKey]). When the outcome of a request is unknown
+// (a transport error, HTTP 5xx, -32603: the task may have been created
+// and its reply lost), CallTool asks server/discover whether the server
+// honours keys and, if it does, sends the request again with the same
+// key, up to Options.CreateRetries times: the server then answers with the
+// task the first request made instead of making a second one. (A call the
+// server answers synchronously is not kept, and may run again.)
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
 	p := map[string]any{"name": name}
+	if !c.noTasks {
+		p["_meta"] = map[string]string{task.MetaIdempotencyKey: newKey()}
+	}
 	var argsJSON json.RawMessage
 	if args != nil {
 		b, err := json.Marshal(args)
@@ -53,6 +69,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 	if err != nil {
 		return nil, err
 	}
+	k.keyed = !c.noTasks
 	c.mu.Lock()
 	bindings := c.tools[name]
 	c.mu.Unlock()
@@ -95,7 +112,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 func (c *Client) roundTrip(ctx context.Context, k *call, tool string) (json.RawMessage, string, error) {
 	base := k.params
 	for round := 0; ; round++ {
-		raw, err := c.do(ctx, k)
+		raw, err := c.doKeyed(ctx, k)
 		if err != nil {
 			return nil, "", err
 		}
@@ -149,7 +166,7 @@ func (c *Client) roundTrip(ctx context.Context, k *call, tool string) (json.RawM
 		// The retry: the same params, a new id (send draws one), this
 		// round's answers and the echoed requestState; nothing of an
 		// earlier round.
-		next := &call{method: k.method, params: make(map[string]json.RawMessage, len(base)+2), extra: k.extra}
+		next := &call{method: k.method, params: make(map[string]json.RawMessage, len(base)+2), extra: k.extra, keyed: k.keyed}
 		for key, v := range base {
 			next.params[key] = v
 		}
@@ -163,6 +180,77 @@ func (c *Client) roundTrip(ctx context.Context, k *call, tool string) (json.RawM
 		}
 		k = next
 	}
+}
+
+// doKeyed is do, and for a request that carries an idempotency key, sends
+// it again while its outcome is unknown (see unknownOutcome) and the server
+// honours keys, up to Options.CreateRetries times, after a pause that
+// doubles each time.
+func (c *Client) doKeyed(ctx context.Context, k *call) (json.RawMessage, error) {
+	raw, err := c.do(ctx, k)
+	if !k.keyed {
+		return raw, err
+	}
+	delay := createRetryDelay
+	for try := 1; err != nil && try <= c.opts.CreateRetries && unknownOutcome(err); try++ {
+		honours, derr := c.honoursKeys(ctx)
+		if derr == nil && !honours {
+			return raw, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return raw, err
+		case <-t.C:
+		}
+		delay = min(2*delay, maxCreateRetryDelay)
+		if derr != nil {
+			continue // the server could not say: ask again after the pause
+		}
+		c.log.Info("sending a request again with its idempotency key", "method", k.method, "try", try, "err", err)
+		raw, err = c.do(ctx, k)
+	}
+	return raw, err
+}
+
+// unknownOutcome reports whether the server may have acted on a request
+// that failed with err: a transient failure, other than a connection that
+// could not be opened (the request never left).
+func unknownOutcome(err error) bool {
+	var op *net.OpError
+	return transient(err) && !(errors.As(err, &op) && op.Op == "dial")
+}
+
+// honoursKeys reports whether the server says in server/discover that it
+// honours idempotency keys; the answer is kept. An error means the server
+// could not be asked.
+func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
+	c.mu.Lock()
+	known := c.keys
+	c.mu.Unlock()
+	if known != 0 {
+		return known > 0, nil
+	}
+	d, err := c.Discover(ctx)
+	if err != nil && transient(err) {
+		return false, err
+	}
+	var ok bool
+	if err == nil && d.Capabilities != nil {
+		_, ok = d.Capabilities.Experimental[task.MetaIdempotencyKey]
+	}
+	c.mu.Lock()
+	c.keys = map[bool]int{true: 1, false: -1}[ok]
+	c.mu.Unlock()
+	return ok, nil
+}
+
+// newKey returns a new idempotency key: 128 random bits, base64url.
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // digest returns the hex SHA-256 of the arguments JSON ("" for none).

@@ -49,6 +49,15 @@ const (
 	DefaultMaxPollInterval     = 5 * time.Minute
 	DefaultMaxInFlight         = 4
 	DefaultMaxConsecutiveFails = 5
+	DefaultCreateRetries       = 5
+)
+
+// createRetryDelay is the pause before the first retry of a tools/call
+// whose outcome is unknown; it doubles at each retry, up to
+// maxCreateRetryDelay.
+const (
+	createRetryDelay    = 250 * time.Millisecond
+	maxCreateRetryDelay = 4 * time.Second
 )
 
 // Options configure a [Client]. The zero value is usable.
@@ -97,6 +106,12 @@ type Options struct {
 	// row (transport errors, HTTP 5xx, -32603) a wait tolerates
 	// (DefaultMaxConsecutiveFails if zero).
 	MaxConsecutiveFailures int
+	// CreateRetries is how many times CallTool sends a tools/call again,
+	// with the same idempotency key, when its outcome is unknown (a
+	// transport error, HTTP 5xx, -32603) and the server honours keys
+	// (DefaultCreateRetries if zero, none if negative). The pauses
+	// between tries double from 250 ms, up to 4 s.
+	CreateRetries int
 }
 
 // Client sends requests to one MCP endpoint. It is safe for concurrent use.
@@ -111,6 +126,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	tools map[string][]paramHeader // x-mcp-header bindings from tools/list
+	// keys is whether the server honours idempotency keys, as its
+	// server/discover said: 0 not asked yet, 1 yes, -1 no.
+	keys int
 
 	// noTasks omits the Tasks extension from the declared capabilities
 	// (tests of servers' -32021 replies).
@@ -131,6 +149,7 @@ func New(url string, opts *Options) *Client {
 	o.MaxPollInterval = cmp.Or(o.MaxPollInterval, DefaultMaxPollInterval)
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
 	o.MaxConsecutiveFailures = cmp.Or(o.MaxConsecutiveFailures, DefaultMaxConsecutiveFails)
+	o.CreateRetries = max(cmp.Or(o.CreateRetries, DefaultCreateRetries), 0)
 	c.http = o.HTTPClient
 	if c.http == nil {
 		c.http = http.DefaultClient

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -629,5 +631,51 @@ func TestNonASCIIName(t *testing.T) {
 	_, err := c.ReadResource(testContext(t), "test://nowhere/é")
 	if errors.Is(err, client.ErrHeaderMismatch) || !errors.Is(err, client.ErrInvalidParams) {
 		t.Fatalf("resources/read of a non-ASCII URI: got %v, want -32602 resource not found", err)
+	}
+}
+
+// TestCallTool_LostReply drops the reply of a tools/call after the server
+// created the task (as a connection reset after the commit does): the
+// client sends the call again with the same idempotency key and gets the
+// task the first request made; the server made one task, not two.
+func TestCallTool_LostReply(t *testing.T) {
+	var calls atomic.Int32
+	var mu sync.Mutex
+	made := map[string]bool{} // the task ids in the server's replies
+	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") != "tools/call" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var created struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(resultOf(rec), &created) == nil && created.TaskID != "" {
+				mu.Lock()
+				made[created.TaskID] = true
+				mu.Unlock()
+			}
+			if calls.Add(1) == 1 { // the first reply is lost
+				conn, _, _ := http.NewResponseController(w).Hijack()
+				conn.Close()
+				return
+			}
+			copyResponse(w, rec)
+		})
+	}})
+	res, err := newClient(s, nil).CallTool(testContext(t), "slow_compute", map[string]any{"seconds": 60, "label": "once"})
+	if err != nil || res.Task == nil {
+		t.Fatalf("CallTool: %v, %v; want the task of the first request", res, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d tools/call requests, want 2 (the call and one retry)", n)
+	}
+	if len(made) != 1 || !made[res.Task.ID] {
+		t.Errorf("the server answered with tasks %v; want one, %s", made, res.Task.ID)
 	}
 }

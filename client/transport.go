@@ -40,6 +40,9 @@ type call struct {
 	params map[string]json.RawMessage
 	// extra are headers added to the standard ones (Mcp-Param-*).
 	extra map[string]string
+	// keyed says that params._meta carries an idempotency key: a request
+	// whose outcome is unknown may be sent again (see doKeyed).
+	keyed bool
 }
 
 // do sends one request and returns its result JSON. A -32022 reply whose

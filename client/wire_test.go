@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/mcptasks/mcptasks/client"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // fake is a scripted server: reply builds the response to each request.
@@ -198,7 +200,9 @@ func TestReplyErrors(t *testing.T) {
 			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "input_required", "requestState": "again"}))
 		}
 	})
-	c := client.New(url, &client.Options{MaxReplyBytes: 1024})
+	// No retries of calls whose outcome is unknown: this fake answers
+	// server/discover with the same error (TestCallTool_Retry tests them).
+	c := client.New(url, &client.Options{MaxReplyBytes: 1024, CreateRetries: -1})
 	ctx := testContext(t)
 	check := func(m string, call func() error, want ...error) {
 		t.Helper()
@@ -335,4 +339,88 @@ func TestInputHandlerErrors(t *testing.T) {
 	if _, err := c.CallTool(testContext(t), "x", nil); err == nil || !strings.Contains(err.Error(), "JSON object") {
 		t.Errorf("non-object answer: %v", err)
 	}
+}
+
+// TestCallTool_Retry checks the idempotency key of tools/call: every call
+// carries a new one, and a call whose outcome is unknown (-32603, HTTP
+// 500, a connection cut after the request was sent) is sent again with
+// the same key, but only to a server whose server/discover says it
+// honours keys, and never after an error that is not ambiguous.
+func TestCallTool_Retry(t *testing.T) {
+	const created = `{"resultType":"task","taskId":"T1","status":"working","createdAt":"2026-07-28T10:30:00.000Z","lastUpdatedAt":"2026-07-28T10:30:00.000Z","ttlMs":60000}`
+	tests := []struct {
+		name     string
+		fail     string // how the first two tools/call fail
+		honours  bool   // discover lists the capability
+		wantSent int    // tools/call requests
+		wantTask bool
+	}{
+		{"InternalErrorHonoured", "-32603", true, 3, true},
+		{"HTTP500Honoured", "500", true, 3, true},
+		{"CutHonoured", "cut", true, 3, true},
+		{"InternalErrorNotHonoured", "-32603", false, 1, false},
+		{"CutNotHonoured", "cut", false, 1, false},
+		{"InvalidParams", "-32602", true, 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var calls atomic.Int32
+			f, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+				var method string
+				_ = json.Unmarshal(req["method"], &method)
+				if method == "server/discover" {
+					caps := map[string]any{"tools": map[string]any{}}
+					if tt.honours {
+						caps["experimental"] = map[string]any{task.MetaIdempotencyKey: map[string]any{}}
+					}
+					writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps}))
+					return
+				}
+				if calls.Add(1) <= 2 {
+					switch tt.fail {
+					case "-32603", "-32602":
+						code := map[string]int{"-32603": -32603, "-32602": -32602}[tt.fail]
+						writeJSON(w, 200, rpcErr(req["id"], code, "no", nil))
+					case "500":
+						http.Error(w, "upstream hiccup", http.StatusInternalServerError)
+					case "cut":
+						conn, _, _ := http.NewResponseController(w).Hijack()
+						conn.Close()
+					}
+					return
+				}
+				writeJSON(w, 200, result(req["id"], json.RawMessage(created)))
+			})
+			res, err := client.New(url, nil).CallTool(testContext(t), "x", nil)
+			if got := res != nil && res.Task != nil && res.Task.ID == "T1"; got != tt.wantTask || (err == nil) != tt.wantTask {
+				t.Errorf("CallTool = %+v, %v; want a task: %v", res, err, tt.wantTask)
+			}
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			keys := map[string]bool{}
+			sent := 0
+			for _, b := range f.bodies {
+				var m struct {
+					Method string
+					Params struct {
+						Meta map[string]string `json:"_meta"`
+					}
+				}
+				_ = json.Unmarshal(mustJSON(b), &m)
+				if m.Method == "tools/call" {
+					sent++
+					keys[m.Params.Meta[task.MetaIdempotencyKey]] = true
+				}
+			}
+			if sent != tt.wantSent || len(keys) != 1 || keys[""] {
+				t.Errorf("%d tools/call with idempotency keys %v; want %d, all with one key", sent, keys, tt.wantSent)
+			}
+		})
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

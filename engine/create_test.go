@@ -3,6 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -142,6 +143,106 @@ func TestNewRejectsBadTools(t *testing.T) {
 			if _, err := New(newMem(), tt.tools, nil); err == nil {
 				t.Error("New succeeded, want an error")
 			}
+		})
+	}
+}
+
+// TestCreate_LostReply reproduces a create whose commit succeeded but
+// whose reply was lost (a connection reset after the commit): a retry
+// without an idempotency key makes a second task; with one, the retry gets
+// the task the first attempt made.
+func TestCreate_LostReply(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		key       string
+		wantTasks int
+	}{
+		{"WithoutKey", "", 2},
+		{"WithKey", "retry-1", 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				mem := newMem()
+				st := &faultStore{Store: mem}
+				e := newEngine(t, st, []*Tool{{Name: "slow", Handler: blockUntilCancelled}}, Options{})
+				p := CreateParams{Tool: "slow", Args: json.RawMessage(`{"n":1}`), Principal: principal, IdempotencyKey: tt.key}
+				st.loseCreate.Store(1)
+				if _, err := e.Create(bg, p); err == nil {
+					t.Fatal("the first Create succeeded; the fault store should have lost its reply")
+				}
+				r, err := e.Create(bg, p) // the client's retry
+				if err != nil {
+					t.Fatalf("retried Create: %v", err)
+				}
+				if n := count(t, mem); n != tt.wantTasks {
+					t.Errorf("%d tasks after a lost reply and a retry, want %d", n, tt.wantTasks)
+				}
+				if _, err := e.Get(bg, principal, r.ID); err != nil {
+					t.Errorf("Get(the retry's task): %v", err)
+				}
+			})
+		})
+	}
+}
+
+// TestCreate_IdempotencyKey checks what a second create with a key gets:
+// the same task for the same call, ErrKeyReused for another call, a new
+// task for another principal, another key, or after the first task's TTL.
+func TestCreate_IdempotencyKey(t *testing.T) {
+	first := CreateParams{Tool: "slow", Args: json.RawMessage(`{"n":1,"s":"a"}`), Principal: principal, IdempotencyKey: "k"}
+	tests := []struct {
+		name    string
+		after   time.Duration // between the two creates
+		second  func(p CreateParams) CreateParams
+		same    bool  // the second create returns the first task
+		wantErr error // or fails so
+	}{
+		{"SameCall", 0, func(p CreateParams) CreateParams { return p }, true, nil},
+		{"SameValueOtherSpelling", 0, func(p CreateParams) CreateParams {
+			p.Args = json.RawMessage(` { "s" : "a", "n" : 1 } `)
+			return p
+		}, true, nil},
+		{"LaterInTTL", DefaultTTL - time.Millisecond, func(p CreateParams) CreateParams { return p }, true, nil},
+		{"OtherArgs", 0, func(p CreateParams) CreateParams { p.Args = json.RawMessage(`{"n":2,"s":"a"}`); return p }, false, ErrKeyReused},
+		{"OtherTool", 0, func(p CreateParams) CreateParams { p.Tool = "other"; return p }, false, ErrKeyReused},
+		{"OtherPrincipal", 0, func(p CreateParams) CreateParams { p.Principal = "bob"; return p }, false, nil},
+		{"OtherKey", 0, func(p CreateParams) CreateParams { p.IdempotencyKey = "k2"; return p }, false, nil},
+		{"NoKey", 0, func(p CreateParams) CreateParams { p.IdempotencyKey = ""; return p }, false, nil},
+		{"AfterTTL", DefaultTTL, func(p CreateParams) CreateParams { return p }, false, nil},
+		{"TooLong", 0, func(p CreateParams) CreateParams {
+			p.IdempotencyKey = strings.Repeat("k", MaxIdempotencyKeyLen+1)
+			return p
+		}, false, ErrInvalidKey},
+		{"NotPrintable", 0, func(p CreateParams) CreateParams { p.IdempotencyKey = "k\n"; return p }, false, ErrInvalidKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				tools := []*Tool{{Name: "slow", Handler: blockUntilCancelled}, {Name: "other", Handler: blockUntilCancelled}}
+				e := newEngine(t, newMem(), tools, Options{})
+				a, err := e.Create(bg, first)
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(tt.after)
+				b, err := e.Create(bg, tt.second(first))
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("second Create: error = %v, want %v", err, tt.wantErr)
+				}
+				if err != nil {
+					return
+				}
+				if got := b.ID == a.ID; got != tt.same {
+					t.Errorf("second Create returned the first task: %v, want %v", got, tt.same)
+				}
+				if tt.same {
+					ja, _ := json.Marshal(a.CreateResult())
+					jb, _ := json.Marshal(b.CreateResult())
+					if string(ja) != string(jb) {
+						t.Errorf("the replayed CreateTaskResult differs:\n first %s\nsecond %s", ja, jb)
+					}
+				}
+			})
 		})
 	}
 }

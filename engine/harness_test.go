@@ -147,6 +147,16 @@ func startEngine(t *testing.T, st store.Store, tools []*Tool, opts Options) *Eng
 	return e
 }
 
+// count returns how many tasks st holds.
+func count(t *testing.T, st store.Counter) int {
+	t.Helper()
+	c, err := st.CountActive(bg, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Working + c.InputRequired
+}
+
 // create creates a task of the tool for principal and fails t on error.
 func create(t *testing.T, e *Engine, tool string) *task.Record {
 	t.Helper()
@@ -241,6 +251,7 @@ type faultStore struct {
 	failRelease atomic.Bool  // Release fails with errStoreDown
 	fakeHB      atomic.Bool  // Heartbeat says "held" without extending the lease
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
+	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 
 	mu        sync.Mutex
 	claimGate chan struct{} // when non-nil, Claim waits for it to close
@@ -278,7 +289,11 @@ func (f *faultStore) Create(ctx context.Context, r *task.Record) error {
 	if err := f.check(); err != nil {
 		return err
 	}
-	return f.Store.Create(ctx, r)
+	err := f.Store.Create(ctx, r)
+	if err == nil && f.loseCreate.Add(-1) >= 0 {
+		return errStoreDown // committed, but the caller cannot know
+	}
+	return err
 }
 
 func (f *faultStore) Get(ctx context.Context, id string) (*task.Record, error) {
@@ -286,6 +301,13 @@ func (f *faultStore) Get(ctx context.Context, id string) (*task.Record, error) {
 		return nil, err
 	}
 	return f.Store.Get(ctx, id)
+}
+
+func (f *faultStore) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.Store.GetFor(ctx, id, principal)
 }
 
 func (f *faultStore) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {

@@ -52,6 +52,11 @@ func (o observed) Get(ctx context.Context, id string) (_ *task.Record, err error
 	return o.st.Get(ctx, id)
 }
 
+func (o observed) GetFor(ctx context.Context, id, principal string) (_ *task.Record, err error) {
+	defer func(t time.Time) { o.done("get", t, err) }(time.Now())
+	return o.st.GetFor(ctx, id, principal)
+}
+
 func (o observed) Claim(ctx context.Context, p store.ClaimParams) (_ []store.Claimed, err error) {
 	defer func(t time.Time) { o.done("claim", t, err) }(time.Now())
 	return o.st.Claim(ctx, p)

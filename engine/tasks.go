@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -23,15 +25,41 @@ type CreateParams struct {
 	// TraceParent is the W3C traceparent of the span that creates the
 	// task, if the caller traces; the span of each run is its child.
 	TraceParent string
+	// IdempotencyKey, if set, makes the create safe to retry: while a task
+	// of Principal created with the key lives (until its TTL ends), a
+	// create with the key returns that task instead of a new one. It is
+	// 1 to MaxIdempotencyKeyLen printable ASCII characters.
+	IdempotencyKey string
 }
+
+// MaxIdempotencyKeyLen bounds the length of [CreateParams.IdempotencyKey].
+const MaxIdempotencyKeyLen = 255
+
+// ErrInvalidKey is returned by Create for an idempotency key that is too
+// long or has characters other than printable ASCII.
+var ErrInvalidKey = errors.New("engine: invalid idempotency key")
+
+// ErrKeyReused is returned by Create for an idempotency key that a live
+// task of the principal was created with, by a call of another tool or
+// with other arguments: a new call needs a new key.
+var ErrKeyReused = errors.New("engine: idempotency key already used for another call")
 
 // Create makes a task and returns it once it is durable in the store, so
 // that a tasks/get for its id succeeds on every process from then on. A
 // worker picks it up.
+//
+// With an idempotency key that a live task of the principal was created
+// with, by the same tool with the same arguments (as JSON values), Create
+// returns that task and creates nothing: a retry of a create whose reply
+// was lost gets the task the first attempt made, on any process. With
+// other arguments or another tool it returns ErrKeyReused.
 func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, error) {
 	t := e.tools[p.Tool]
 	if t == nil {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, p.Tool)
+	}
+	if err := checkKey(p.IdempotencyKey); err != nil {
+		return nil, err
 	}
 	now := e.now()
 	r := &task.Record{
@@ -41,6 +69,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		Args:               p.Args,
 		ClientCapabilities: p.ClientCapabilities,
 		TraceParent:        p.TraceParent,
+		IdempotencyKey:     p.IdempotencyKey,
 		Status:             task.Working,
 		CreatedAt:          now,
 		UpdatedAt:          now,
@@ -48,6 +77,10 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		PollInterval:       or(t.PollInterval, e.opts.DefaultPollInterval),
 	}
 	if err := e.st.Create(ctx, r); err != nil {
+		var dup *store.DuplicateError
+		if errors.As(err, &dup) {
+			return e.replay(dup.Task, p)
+		}
 		return nil, fmt.Errorf("engine: create task: %w", err)
 	}
 	e.obs.TaskCreated(p.Tool)
@@ -55,12 +88,55 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	return r, nil
 }
 
+// replay returns old, the task that holds the idempotency key of the
+// create p, if p is the call that created it.
+func (e *Engine) replay(old *task.Record, p CreateParams) (*task.Record, error) {
+	if old.Tool != p.Tool || !sameJSON(old.Args, p.Args) {
+		return nil, fmt.Errorf("%w: key %q made task %s of tool %q with other arguments", ErrKeyReused, p.IdempotencyKey, old.ID, old.Tool)
+	}
+	e.log.Info("create replayed by its idempotency key", "task", old.ID, "tool", old.Tool)
+	return old, nil
+}
+
+// checkKey returns ErrInvalidKey, wrapped with what is wrong, unless k is
+// empty or a valid idempotency key.
+func checkKey(k string) error {
+	if len(k) > MaxIdempotencyKeyLen {
+		return fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidKey, len(k), MaxIdempotencyKeyLen)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return fmt.Errorf("%w: byte %d is %#x, not printable ASCII", ErrInvalidKey, i, k[i])
+		}
+	}
+	return nil
+}
+
+// sameJSON reports whether a and b hold the same JSON value; an empty or
+// null value is the empty object (no arguments).
+func sameJSON(a, b json.RawMessage) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	return decodeArgs(a, &va) == nil && decodeArgs(b, &vb) == nil && reflect.DeepEqual(va, vb)
+}
+
+func decodeArgs(b json.RawMessage, v *any) error {
+	if len(bytes.TrimSpace(b)) == 0 || string(bytes.TrimSpace(b)) == "null" {
+		b = json.RawMessage(`{}`)
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	return d.Decode(v)
+}
+
 // Get returns the principal's task with the id, or ErrNotFound.
 func (e *Engine) Get(ctx context.Context, principal, id string) (*task.Record, error) {
 	if !task.ValidID(id) {
 		return nil, ErrNotFound
 	}
-	r, err := e.st.Get(ctx, id)
+	r, err := e.st.GetFor(ctx, id, principal)
 	if errors.Is(err, store.ErrNotFound) || err == nil && (r.Principal != principal || r.Expired(e.now())) {
 		return nil, ErrNotFound
 	}

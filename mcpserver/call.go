@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -59,6 +58,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				principal: s.opts.Principal(req.GetExtra()),
 				header:    requestHeader(req),
 				meta:      meta,
+				held:      heldFrom(ctx),
 			}
 			return next(context.WithValue(ctx, sdkTaskCallKey{}, c), method, req)
 		}
@@ -88,6 +88,10 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if mode == TaskNever || !declared {
 		return next(ctx, "tools/call", req)
 	}
+	key, err := sdkIdempotencyKey(meta)
+	if err != nil {
+		return nil, err
+	}
 	if t.opts.Prepare != nil {
 		a, round, err := t.opts.Prepare(ctx, req, args)
 		if err != nil || round != nil {
@@ -95,29 +99,30 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		}
 		args = a
 	}
-	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), meta)
+	return s.createTask(ctx, t, args, caps, key, s.opts.Principal(req.GetExtra()), requestHeader(req), meta)
 }
 
-// createTask creates a task of tool t and returns its CreateTaskResult.
-// With tracing, it does so in a server span whose parent is the trace
-// context of the request's headers h or params._meta, and the task keeps
-// that span's traceparent.
-func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
+// createTask creates a task of tool t and returns its CreateTaskResult;
+// with an idempotency key that the principal's live task holds, that
+// task's (see idempotency.go). With tracing, it does so in a server span
+// whose parent is the trace context of the request's headers h or
+// params._meta, and the task keeps that span's traceparent.
+func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
 	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
 	defer span.End()
 	r, err := s.eng.Create(ctx, engine.CreateParams{
 		Tool: t.tool.Name, Args: args, ClientCapabilities: caps, Principal: principal,
-		TraceParent: s.traceParent(ctx),
+		TraceParent: s.traceParent(ctx), IdempotencyKey: key,
 	})
 	if err != nil {
+		je := createError(err, key)
 		level := slog.LevelError
-		if ctx.Err() != nil {
-			level = slog.LevelDebug // the client went away before the write
+		if ctx.Err() != nil || je.Code == codeInvalidParams {
+			level = slog.LevelDebug // the client went away before the write, or sent a bad key
 		}
 		s.log.Log(ctx, level, "create task", "tool", t.tool.Name, "err", err)
-		err := &jsonrpc.Error{Code: codeInternalError, Message: "The task could not be stored; try again"}
-		spanError(span, err)
-		return nil, err
+		spanError(span, je)
+		return nil, je
 	}
 	if span.IsRecording() {
 		span.SetAttributes(attrTaskID.String(r.ID))

@@ -20,7 +20,7 @@ const fastPathVersion = task.ProtocolVersion
 // and get its answers. What it answers, it answers exactly as the go-sdk
 // path would, apart from replying with application/json instead of an SSE
 // stream (clients must accept both).
-func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message) bool {
+func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message, h *held) bool {
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
@@ -32,6 +32,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 		inputResponses: m.Params.InputResponses,
 		header:         r.Header,
 		meta:           m.Params.Meta,
+		held:           h,
 	})
 	if err != nil {
 		writeRPCError(w, m.ID, err)
@@ -66,7 +67,12 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		writeRPCError(w, m.ID, err)
 		return true
 	}
-	res, err := s.createTask(r.Context(), t, args, caps, s.httpPrincipal(r), r.Header, m.Params.Meta)
+	key, err := idempotencyKey(m.Params.Meta.IdempotencyKey)
+	if err != nil {
+		writeRPCError(w, m.ID, err)
+		return true
+	}
+	res, err := s.createTask(r.Context(), t, args, caps, key, s.httpPrincipal(r), r.Header, m.Params.Meta)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -26,12 +27,26 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The body's bytes come out of the in-flight budget until the
+		// request is answered: its Content-Length, or the largest body
+		// allowed when it has none, until it is read.
+		h := &held{b: s.inflight}
+		want := s.opts.MaxBodyBytes
+		if r.ContentLength >= 0 {
+			want = min(r.ContentLength, want)
+		}
+		if !h.take(want) {
+			writeBusy(w)
+			return
+		}
+		defer h.release()
 		// Sized from Content-Length, so that the usual body is read in one
 		// allocation; MaxBytesReader bounds it whatever the header says.
 		size := min(max(r.ContentLength, 0), s.opts.MaxBodyBytes) + bytes.MinRead
 		buf := bytes.NewBuffer(make([]byte, 0, size))
 		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
 		body := buf.Bytes()
+		h.keep(int64(len(body)))
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
@@ -62,7 +77,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					return
 				}
 			}
-			if s.serveTaskMethod(w, r, &msg) {
+			if s.serveTaskMethod(w, r, &msg, h) {
 				return
 			}
 		case "tools/call", "resources/read", "prompts/get":
@@ -77,6 +92,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				}
 			}
 		}
+		// go-sdk's handlers find the request's share of the budget in its
+		// context.
+		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, h))
 		if msg.ID != nil {
 			// go-sdk answers some bad requests with a plain-text 400; a
 			// client must get a JSON-RPC error body on every 400.

@@ -37,6 +37,8 @@ type requestMeta struct {
 	// W3C trace context, read only when tracing is on.
 	TraceParent json.RawMessage `json:"traceparent"`
 	TraceState  json.RawMessage `json:"tracestate"`
+	// The idempotency key of a tools/call (task.MetaIdempotencyKey).
+	IdempotencyKey json.RawMessage `json:"io.github.mcptasks/idempotencyKey"`
 }
 
 // envelope is the top level of a JSON-RPC message but its params.

@@ -59,6 +59,8 @@ type taskCall struct {
 	// The request's HTTP headers and params._meta, for tracing.
 	header http.Header
 	meta   propagation.TextMapCarrier
+	// held is the request's share of the in-flight budget.
+	held *held
 }
 
 // serveTask answers a tasks/* request: the one implementation of
@@ -85,6 +87,9 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		r, err := s.eng.Get(ctx, c.principal, id)
 		if err != nil {
 			return nil, s.taskError(c.method, err)
+		}
+		if !c.held.take(r.Size()) { // held until the reply is written
+			return nil, errBusy
 		}
 		return &GetTaskResult{Detailed: r.Detailed()}, nil
 	case methodUpdate:

@@ -7,10 +7,16 @@ import (
 	"time"
 )
 
+// maxPollEntries bounds the polls a pollLimiter remembers (about 100 bytes
+// each): past it, stale entries are dropped at once and, if that is not
+// enough, random ones, whose next poll is then let through.
+const maxPollEntries = 100_000
+
 // pollLimiter remembers when each principal last polled each task.
 type pollLimiter struct {
 	min time.Duration
 	now func() time.Time
+	max int // maxPollEntries, or less in tests
 
 	mu    sync.Mutex
 	last  map[string]time.Time
@@ -24,13 +30,19 @@ func (l *pollLimiter) allow(principal, taskID string) (bool, time.Duration) {
 	key := principal + "\x00" + taskID
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now.After(l.prune) { // bound the map: forget pollers gone for a while
+	if now.After(l.prune) || len(l.last) >= l.max { // bound the map: forget pollers gone for a while
 		for k, t := range l.last {
 			if now.Sub(t) > l.min {
 				delete(l.last, k)
 			}
 		}
 		l.prune = now.Add(10 * l.min)
+	}
+	for k := range l.last { // still full of recent polls (ids made up by the thousand)
+		if len(l.last) < l.max {
+			break
+		}
+		delete(l.last, k)
 	}
 	if t, ok := l.last[key]; ok && now.Sub(t) < l.min {
 		return false, l.min - now.Sub(t)

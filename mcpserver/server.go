@@ -6,6 +6,7 @@ package mcpserver
 import (
 	"encoding/json"
 	"log/slog"
+	"maps"
 	"net/http"
 	"time"
 
@@ -35,6 +36,13 @@ type Options struct {
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
+	// MaxInflightBytes bounds the bytes that the requests handled at once
+	// hold, across all connections: their bodies, and the tasks their
+	// tasks/get replies carry (DefaultMaxInflightBytes if zero; at least
+	// MaxBodyBytes). A request whose body does not fit gets HTTP 503,
+	// Retry-After and -32603 before its body is read; a tasks/get whose
+	// task does not fit gets -32603. Clients retry both.
+	MaxInflightBytes int64
 	// MinPollInterval, if positive, limits how often a principal may
 	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
@@ -76,6 +84,7 @@ type Server struct {
 	eng        *engine.Engine
 	origins    *http.CrossOriginProtection
 	polls      *pollLimiter // nil without Options.MinPollInterval
+	inflight   *budget      // Options.MaxInflightBytes
 	trc        trace.Tracer // nil without Options.TracerProvider
 }
 
@@ -90,12 +99,16 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxBodyBytes == 0 {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if s.opts.MaxInflightBytes == 0 {
+		s.opts.MaxInflightBytes = DefaultMaxInflightBytes
+	}
+	s.inflight = &budget{max: max(s.opts.MaxInflightBytes, s.opts.MaxBodyBytes)}
 	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal
 	}
 	if s.opts.MinPollInterval > 0 {
-		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, last: map[string]time.Time{}}
+		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, max: maxPollEntries, last: map[string]time.Time{}}
 	}
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)
@@ -115,6 +128,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		caps = &c
 	}
 	caps.AddExtension(task.ExtensionID, nil)
+	// Say that task-creating tools/call honour idempotency keys, so that
+	// clients know a retry with the same key is safe (see idempotency.go).
+	caps.Experimental = maps.Clone(caps.Experimental)
+	if caps.Experimental == nil {
+		caps.Experimental = map[string]any{}
+	}
+	caps.Experimental[task.MetaIdempotencyKey] = map[string]any{}
 	so.Capabilities = caps
 	if so.Logger == nil {
 		so.Logger = s.opts.Logger

@@ -20,6 +20,8 @@ type asker struct {
 	ctx context.Context // the call's: done when the call ends
 	run *engine.Run
 	log *slog.Logger
+	// clock is paused while a question waits for its answer.
+	clock *upstreamClock
 
 	mu  sync.Mutex // one question round at a time (RequestInput's rule)
 	n   int        // questions asked so far in this run: the keys' numbers
@@ -53,7 +55,9 @@ func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 	if !a.run.InTask() {
 		return declineAll("the call runs inline, outside a task"), nil
 	}
+	a.clock.pause()
 	answers, err := mcpserver.ElicitAll(a.ctx, a.run, qs)
+	a.clock.resume()
 	if errors.Is(err, mcpserver.ErrElicitationNotDeclared) {
 		return declineAll(err.Error()), nil
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os/exec"
 	"slices"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,7 +37,9 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 	callCtx, endCall := context.WithCancelCause(context.Background())
 	stop := context.AfterFunc(ctx, func() { endCall(context.Cause(ctx)) })
 	defer stop()
-	a := &asker{ctx: callCtx, run: run, log: p.log}
+	clock := newUpstreamClock(p.opts.UpstreamTimeout, func() { endCall(errUpstreamTimeout) })
+	defer clock.stop()
+	a := &asker{ctx: callCtx, run: run, log: p.log, clock: clock}
 	s, err := p.connect(callCtx, &mcp.ClientOptions{
 		Logger:             p.log,
 		ElicitationHandler: a.elicit,
@@ -49,6 +52,9 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 		endCall(nil)
 		if ctx.Err() != nil {
 			return nil, context.Cause(ctx)
+		}
+		if errors.Is(context.Cause(callCtx), errUpstreamTimeout) {
+			return nil, p.timedOut("connecting for tools/call %q", name)
 		}
 		return nil, p.failure(nil, "upstream %s: cannot connect: %v", p.name, err)
 	}
@@ -83,6 +89,10 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 		}
 		if ferr := a.failure(); ferr != nil {
 			return nil, ferr // the task was released while a question waited
+		}
+		if errors.Is(context.Cause(callCtx), errUpstreamTimeout) {
+			s.cancelled()
+			return nil, p.timedOut("answering tools/call %q", name)
 		}
 		if err != nil {
 			return nil, p.callError(name, err, closeSession())
@@ -188,6 +198,68 @@ func (p *Proxy) callError(tool string, err, closeErr error) error {
 // for a connection that is closing (-32003, -32004) or a request that the
 // transport could not deliver (-32005): they come from no upstream.
 var localCodes = []int64{-32003, -32004, -32005}
+
+// errUpstreamTimeout ends a call that waited for the upstream longer
+// than Options.UpstreamTimeout.
+var errUpstreamTimeout = errors.New("upstream timeout")
+
+// timedOut returns the error of a call past Options.UpstreamTimeout; doing
+// says what the upstream was doing.
+func (p *Proxy) timedOut(doing string, args ...any) *jsonrpc.Error {
+	return p.failure(nil, "upstream %s did not finish %s within %s (the upstream timeout); the call was cancelled",
+		p.name, fmt.Sprintf(doing, args...), p.opts.UpstreamTimeout)
+}
+
+// upstreamClock measures the time a call waits for its upstream, and ends
+// the call when it passes the timeout. The waits for answers to the
+// upstream's questions are left out: ask pauses it. A nil clock (no
+// timeout) does nothing.
+type upstreamClock struct {
+	mu      sync.Mutex
+	timer   *time.Timer
+	left    time.Duration // before the timeout, as of started
+	started time.Time     // zero while paused
+}
+
+func newUpstreamClock(timeout time.Duration, expire func()) *upstreamClock {
+	if timeout <= 0 {
+		return nil
+	}
+	return &upstreamClock{timer: time.AfterFunc(timeout, expire), left: timeout, started: time.Now()}
+}
+
+// pause stops the clock while the call waits for something else than the
+// upstream.
+func (c *upstreamClock) pause() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.started.IsZero() && c.timer.Stop() {
+		c.left -= time.Since(c.started)
+		c.started = time.Time{}
+	}
+}
+
+// resume starts the clock again after pause.
+func (c *upstreamClock) resume() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started.IsZero() {
+		c.started = time.Now()
+		c.timer.Reset(max(c.left, 0))
+	}
+}
+
+func (c *upstreamClock) stop() {
+	if c != nil {
+		c.timer.Stop()
+	}
+}
 
 // failure returns the -32603 error that fails a call. upstream, if set, is
 // the upstream's own error, kept in the data.

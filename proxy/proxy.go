@@ -52,7 +52,9 @@
 //
 // # Limits
 //
-// The tool list is read once, by [New]: restart the proxy to pick up
+// [Options.UpstreamTimeout] bounds the time a call waits for the
+// upstream; without it, a call whose upstream stops answering waits until
+// its task is cancelled. The tool list is read once, by [New]: restart the proxy to pick up
 // changed tools (tools/list_changed is not followed). Only tools are
 // proxied, not prompts, resources or completions; progress and log
 // notifications from the upstream are dropped.
@@ -83,6 +85,13 @@ type Options struct {
 	// engine.Tool.
 	TTL          time.Duration
 	PollInterval time.Duration
+	// UpstreamTimeout bounds how long one call waits for the upstream in
+	// all: to connect, and for its answers to tools/call. The time a
+	// question of the upstream waits for its answer from the task's
+	// client does not count. A call past it is cancelled upstream and
+	// fails with a message naming the upstream and the timeout. Zero
+	// means no limit.
+	UpstreamTimeout time.Duration
 	// ClientInfo is the implementation the proxy names itself to the
 	// upstream (mcptasks-proxy if nil).
 	ClientInfo *mcp.Implementation

@@ -499,3 +499,48 @@ func TestMatches(t *testing.T) {
 		t.Errorf("no globs: mode %v, want never", m)
 	}
 }
+
+// slowAnswers answers like answers, after a delay: a person taking time.
+type slowAnswers struct {
+	answers
+	delay time.Duration
+}
+
+func (a *slowAnswers) HandleInput(ctx context.Context, key string, req *client.InputRequest) (any, error) {
+	select {
+	case <-time.After(a.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return a.answers.HandleInput(ctx, key, req)
+}
+
+// TestProxyUpstreamTimeout checks Options.UpstreamTimeout: a call whose
+// upstream stops answering fails when it passes, naming the upstream and
+// the timeout, and the upstream call is cancelled; the time a question
+// waits for its answer (here three times the timeout) does not count.
+func TestProxyUpstreamTimeout(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	up := newUpstream()
+	e := startEnv(t, up, proxy.Upstream{ProtocolVersion: "2025-11-25"}, &proxy.Options{UpstreamTimeout: timeout}, &slowAnswers{delay: 3 * timeout})
+
+	_, wasTask, err := e.call(t, "gate", map[string]any{"label": "stuck"})
+	var te *client.TaskError
+	want := `upstream test-upstream did not finish answering tools/call "gate" within 300ms (the upstream timeout)`
+	if !wasTask || !errors.As(err, &te) || te.Status != task.Failed || te.Err == nil || !strings.Contains(te.Err.Message, want) {
+		t.Fatalf("gate: task=%v err=%v; want a failed task saying %q", wasTask, err, want)
+	}
+	select {
+	case l := <-up.cancelled:
+		if l != "stuck" {
+			t.Errorf("cancelled %q", l)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("the upstream call was not cancelled")
+	}
+
+	res, _, err := e.call(t, "ask1", nil)
+	if err != nil || resultText(res) != "hello ans-upstream-1" {
+		t.Errorf("ask1 with a slow answer: %v, %v; want the answer to reach the upstream", res, err)
+	}
+}

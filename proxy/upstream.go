@@ -181,8 +181,58 @@ func (w *cancelWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	if notice {
 		w.once.Do(func() { close(w.sent) })
 	}
+	if resp != nil && resp.Body != nil {
+		resp.Body = &messageLimit{rc: resp.Body, max: maxUpstreamMessage}
+	}
 	return resp, err
 }
+
+// maxUpstreamMessage bounds one message from an HTTP upstream: a JSON
+// reply, or one event of an SSE stream. go-sdk bounds a stdio upstream's
+// messages the same way (mcp.DefaultMaxLineLength), and reads an HTTP
+// reply whole.
+const maxUpstreamMessage = mcp.DefaultMaxLineLength
+
+// errMessageTooLarge is returned when an upstream message passes
+// maxUpstreamMessage.
+var errMessageTooLarge = fmt.Errorf("a message from the upstream is larger than %d bytes", maxUpstreamMessage)
+
+// messageLimit reads an HTTP upstream's reply body, and fails once one
+// message (the bytes since the last blank line, which ends an SSE event)
+// passes max bytes.
+type messageLimit struct {
+	rc   io.ReadCloser
+	max  int
+	n    int  // bytes of the current message
+	last byte // the byte before the current one: two newlines end an event
+}
+
+func (l *messageLimit) Read(p []byte) (int, error) {
+	if l.n >= l.max {
+		return 0, errMessageTooLarge
+	}
+	if len(p) > l.max-l.n+1 {
+		p = p[:l.max-l.n+1]
+	}
+	n, err := l.rc.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n' && l.last == '\n':
+			l.n = 0
+		case c != '\r':
+			l.n++
+		}
+		if c != '\r' {
+			l.last = c
+		}
+	}
+	if l.n > l.max {
+		return n, errMessageTooLarge
+	}
+	return n, err
+}
+
+func (l *messageLimit) Close() error { return l.rc.Close() }
 
 // close closes the session. For a stdio upstream it waits for the process
 // and returns how it ended if that was not a clean exit (an

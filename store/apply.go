@@ -14,6 +14,14 @@ import (
 // function and, if it returns nil and changed is true, writes the record
 // back in the same transaction. They never mutate r on error.
 
+// KeyHeld reports whether old, the principal's task with the
+// idempotency key of a task being created at now, still holds the key, so
+// that the create must return old instead ([DuplicateError]). A task holds
+// its key until its TTL ends, whatever its status.
+func KeyHeld(old *task.Record, now time.Time) bool {
+	return !old.Expired(now)
+}
+
 // Claimable reports whether a worker may claim r under p.
 func Claimable(r *task.Record, p ClaimParams) bool {
 	if r.Status.Terminal() || r.Expired(p.Now) {

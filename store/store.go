@@ -24,6 +24,17 @@ var (
 	ErrLeaseLost = errors.New("store: lease lost")
 )
 
+// DuplicateError is returned by [Store.Create] for a record whose
+// IdempotencyKey the principal already used for a live task.
+type DuplicateError struct {
+	// Task is the task created with the key, as stored.
+	Task *task.Record
+}
+
+func (e *DuplicateError) Error() string {
+	return "store: idempotency key already used by task " + e.Task.ID
+}
+
 // Store is the durable home of task records. Every method is safe for
 // concurrent use. A write that returns nil is durable: it survives a crash of
 // the process (and, for the sqlite backend, of the machine).
@@ -37,10 +48,21 @@ var (
 // milliseconds. Get does not hide tasks whose TTL elapsed (it takes no
 // time): the engine does, until DeleteExpired removes them.
 type Store interface {
-	// Create inserts a new task. It returns only after the record is durable.
+	// Create inserts a new task. It returns only after the record is
+	// durable. If r has an IdempotencyKey that a task of r.Principal
+	// already has, and that task has not expired at r.CreatedAt, Create
+	// writes nothing and returns a *DuplicateError naming that task;
+	// concurrent creates with one key make one task. An expired task
+	// gives its key up to the new one.
 	Create(ctx context.Context, r *task.Record) error
 	// Get returns the task with the id, or ErrNotFound.
 	Get(ctx context.Context, id string) (*task.Record, error)
+	// GetFor returns the principal's task with the id, or ErrNotFound:
+	// for an unknown id and for another principal's task alike. The
+	// principal is part of the lookup, so that another principal's task
+	// is never read and costs what an unknown id costs: tasks/get must
+	// not tell them apart by its timing either.
+	GetFor(ctx context.Context, id, principal string) (*task.Record, error)
 	// Claim leases up to p.Limit claimable tasks to p.Owner: tasks that are
 	// not terminal, whose tool is in p.Tools (all tools if nil), and whose
 	// lease is unset or expired at p.Now. Each claim increments Attempt;

@@ -10,6 +10,13 @@ import (
 // ExtensionID is the identifier of the MCP Tasks extension.
 const ExtensionID = "io.modelcontextprotocol/tasks"
 
+// MetaIdempotencyKey is mcptasks' own _meta key (under its prefix
+// io.github.mcptasks) of a tools/call's idempotency key: the same
+// principal and key within the task's TTL get the task the key made
+// instead of a second one. A server that honours it says so with the same
+// key in the experimental capabilities of server/discover.
+const MetaIdempotencyKey = "io.github.mcptasks/idempotencyKey"
+
 // ProtocolVersion is the MCP protocol revision this package speaks, the
 // first that has the Tasks extension: under an older version a declared
 // extension means nothing.
@@ -35,6 +42,10 @@ type Record struct {
 	// and after a crash, continues the same trace. Empty when tracing was
 	// off.
 	TraceParent string
+	// IdempotencyKey is the key the creating request carried, if any:
+	// while the task lives (until its TTL ends), a create by the same
+	// principal with the same key gets this task instead of a new one.
+	IdempotencyKey string
 
 	// Status is the current status.
 	Status Status
@@ -102,6 +113,29 @@ func (r *Record) ExpiresAt() (time.Time, bool) {
 func (r *Record) Expired(now time.Time) bool {
 	t, ok := r.ExpiresAt()
 	return ok && !now.Before(t)
+}
+
+// recordOverhead is what a Record costs in memory beyond its
+// variable-length fields: the struct, the fixed parts of its fields and a
+// map entry that holds it, rounded up.
+const recordOverhead = 512
+
+// Size estimates the bytes r holds in memory: its variable-length fields
+// (arguments, result, messages, input requests, answers, error) plus a
+// fixed overhead. Caches and in-flight budgets count records with it.
+func (r *Record) Size() int64 {
+	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
+		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.IdempotencyKey) + len(r.StatusMessage) +
+		len(r.Result) + len(r.LeaseOwner)
+	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers} {
+		for k, v := range m {
+			n += 64 + len(k) + len(v)
+		}
+	}
+	if r.Error != nil {
+		n += len(r.Error.Message) + len(r.Error.Data)
+	}
+	return int64(n)
 }
 
 // Clone returns a deep copy of r.

@@ -67,9 +67,14 @@ func (r *Record) Info() Info {
 	return in
 }
 
-// CreateResult returns the CreateTaskResult body for r.
+// CreateResult returns the CreateTaskResult body of r as it was created:
+// working, without a status message, last updated when created. A create
+// replayed by its idempotency key later in the task's life answers with
+// the same body as the first; the client polls for what changed since.
 func (r *Record) CreateResult() CreateResult {
-	return CreateResult{ResultType: ResultTypeTask, Info: r.Info()}
+	c := *r
+	c.Status, c.StatusMessage, c.UpdatedAt = Working, "", r.CreatedAt
+	return CreateResult{ResultType: ResultTypeTask, Info: c.Info()}
 }
 
 // Detailed returns the DetailedTask variant for r's status, as tasks/get

@@ -27,6 +27,12 @@ func newCallCmd() *cobra.Command {
 a task, the task is written to the local journal first (see "mcptasks tasks"),
 then followed to its end, and its result printed.
 
+The call carries an idempotency key (_meta io.github.mcptasks/idempotencyKey).
+When its outcome is unknown (the connection broke after it was sent, HTTP 5xx,
+error -32603), it is sent again with the same key, up to 5 times over about 8 s,
+if the server says in server/discover that it honours keys (mcptasks does): a
+task the first attempt created is then returned, never made twice.
+
 Arguments are key=value pairs set over the JSON object of --args. A value that
 parses as JSON is that JSON (rows=5 is a number, force=true a boolean,
 tags='["a","b"]' an array); anything else is a string (name=Ada). Quote a

@@ -30,6 +30,7 @@ type proxyFlags struct {
 	ttl          time.Duration
 	pollInterval time.Duration
 	terminate    time.Duration
+	timeout      time.Duration
 }
 
 // newProxyCmd is serve's command, serving an upstream's tools instead of
@@ -71,6 +72,10 @@ requests are refused. An upstream tool error completes the task with
 isError; an upstream JSON-RPC error, or an upstream that dies or cannot be
 reached, fails it with a message saying so.
 
+A call that waits for the upstream longer than --upstream-timeout in all
+(connecting and answering; the time its questions wait for answers does not
+count) is cancelled upstream, and its task fails saying so.
+
 A task whose worker was lost (a crash, a SIGKILL) fails, since an upstream
 call may not be safe to repeat; with --rerun it is run again, upstream call
 included, and questions answered before are answered from the store.
@@ -95,6 +100,7 @@ others).`
 	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, fail a task once this many of its runs were lost with their worker (crashes; graceful restarts do not count)")
 	fl.DurationVar(&f.ttl, "ttl", engine.DefaultTTL, "how long a task and its result are kept after it is created")
 	fl.DurationVar(&f.pollInterval, "poll-interval", engine.DefaultPollInterval, "the polling interval (pollIntervalMs) suggested to clients")
+	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use)")
 	fl.DurationVar(&f.terminate, "upstream-terminate-timeout", 5*time.Second, "when a call to a stdio upstream ends, how long its process gets to exit after its stdin is closed, before SIGTERM (and as long again before SIGKILL)")
 	// Flags of serve that make no sense here.
 	for _, name := range []string{"tools", "demo-step"} {
@@ -178,14 +184,21 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 	if f.ttl <= 0 || f.pollInterval <= 0 {
 		return nil, errors.New("--ttl and --poll-interval must be positive")
 	}
+	if f.timeout < 0 {
+		return nil, fmt.Errorf("--upstream-timeout must be positive, got %s", f.timeout)
+	}
+	if f.timeout == 0 {
+		f.timeout = f.ttl
+	}
 
 	p, err := proxy.New(ctx, up, &proxy.Options{
-		Mode:         sel,
-		Retry:        engine.RetryPolicy{Rerun: f.rerun, MaxAttempts: f.maxAttempts},
-		TTL:          f.ttl,
-		PollInterval: f.pollInterval,
-		ClientInfo:   &mcp.Implementation{Name: "mcptasks-proxy", Version: version},
-		Logger:       log,
+		Mode:            sel,
+		Retry:           engine.RetryPolicy{Rerun: f.rerun, MaxAttempts: f.maxAttempts},
+		TTL:             f.ttl,
+		PollInterval:    f.pollInterval,
+		UpstreamTimeout: f.timeout,
+		ClientInfo:      &mcp.Implementation{Name: "mcptasks-proxy", Version: version},
+		Logger:          log,
 	})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,18 @@ func TestProxy_Stdio(t *testing.T) {
 	})
 }
 
+// TestProxy_UpstreamTimeout checks --upstream-timeout with an upstream
+// that does not answer within it: the task fails, naming the upstream and
+// the timeout.
+func TestProxy_UpstreamTimeout(t *testing.T) {
+	bin := buildUpstream(t)
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--upstream-timeout", "1s", "--upstream", bin)
+	c := &rpc{url: p.url, tasks: true}
+	id := taskID(t, c.callTool(t, "slow_echo", map[string]any{"text": "late", "seconds": 600}))
+	got := c.waitStatus(t, id, "failed", proxyWait)
+	checkError(t, got, `upstream testupstream did not finish answering tools/call "slow_echo" within 1s (the upstream timeout)`)
+}
+
 // TestProxy_StdioProtocol20251125 talks 2025-11-25 to the upstream: its
 // questions come as elicitation/create requests, one at a time.
 func TestProxy_StdioProtocol20251125(t *testing.T) {

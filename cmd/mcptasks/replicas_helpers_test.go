@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -58,8 +59,20 @@ type repProc struct {
 // until it answers /healthz.
 func repServe(t *testing.T, name string, args ...string) *repProc {
 	t.Helper()
-	addr := freeAddr(t)
-	r := repLaunch(t, name, append([]string{"serve", "--listen", addr}, args...))
+	return repServeBin(t, binary, name, args...)
+}
+
+// repServeBin is repServe with the mcptasks binary bin.
+func repServeBin(t *testing.T, bin, name string, args ...string) *repProc {
+	t.Helper()
+	return repServeAt(t, bin, name, freeAddr(t), args...)
+}
+
+// repServeAt is repServeBin on the address addr (to restart a replica
+// where its clients look for it).
+func repServeAt(t *testing.T, bin, name, addr string, args ...string) *repProc {
+	t.Helper()
+	r := repLaunch(t, bin, name, append([]string{"serve", "--listen", addr}, args...))
 	r.base = "http://" + addr
 	r.url = r.base + "/mcp"
 	deadline := time.Now().Add(30 * time.Second)
@@ -80,15 +93,15 @@ func repServe(t *testing.T, name string, args ...string) *repProc {
 // it works.
 func repWorker(t *testing.T, name string, args ...string) *repProc {
 	t.Helper()
-	r := repLaunch(t, name, append([]string{"worker"}, args...))
+	r := repLaunch(t, binary, name, append([]string{"worker"}, args...))
 	repWaitLog(t, r, regexp.MustCompile(`msg=working`), 30*time.Second)
 	return r
 }
 
-func repLaunch(t *testing.T, name string, args []string) *repProc {
+func repLaunch(t *testing.T, bin, name string, args []string) *repProc {
 	t.Helper()
 	r := &repProc{name: name, logs: &repLogBuffer{}, done: make(chan struct{})}
-	r.cmd = exec.Command(binary, args...)
+	r.cmd = exec.Command(bin, args...)
 	r.cmd.Stderr = r.logs
 	r.cmd.Stdout = r.logs
 	if err := r.cmd.Start(); err != nil {
@@ -192,7 +205,7 @@ func (c *repClient) do(ctx context.Context, method string, params map[string]any
 	if params == nil {
 		params = map[string]any{}
 	}
-	params["_meta"] = map[string]any{
+	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion": "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{
 			"elicitation": map[string]any{},
@@ -200,6 +213,13 @@ func (c *repClient) do(ctx context.Context, method string, params map[string]any
 		},
 		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "replicas-test", "version": "0"},
 	}
+	if extra, ok := params["_meta"].(map[string]any); ok { // the caller's own keys, such as an idempotency key
+		for k, v := range extra {
+			meta[k] = v
+		}
+	}
+	params = maps.Clone(params)
+	params["_meta"] = meta
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
 	if err != nil {
 		return nil, nil, err

@@ -34,6 +34,7 @@ const version = "0.1.0"
 // worker. Each process must define the same tools.
 type runFlags struct {
 	store        string
+	cacheBytes   int64
 	workers      int
 	lease        time.Duration
 	drainTimeout time.Duration
@@ -45,6 +46,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable, one machine), postgres://USER@HOST/DB (durable, shared by replicas) or memory: (lost on exit)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: store, the most bytes of task records kept in memory to answer tasks/get polls without reading the file (a record over a sixteenth of it is not kept)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
@@ -90,6 +92,7 @@ type runtime struct {
 // command.
 type runtimeOptions struct {
 	maxBody         int64         // request body bound of the MCP endpoint (serve)
+	maxInflight     int64         // bound on the bytes of requests in flight (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
 	allowedOrigins  []string      // browser origins besides the server's own (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
@@ -106,6 +109,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	}
 	if f.lease < 30*time.Millisecond {
 		return nil, fmt.Errorf("--lease must be at least 30ms, got %s", f.lease)
+	}
+	if f.cacheBytes <= 0 {
+		return nil, fmt.Errorf("--cache-bytes must be positive, got %d", f.cacheBytes)
 	}
 	if f.demoStep <= 0 {
 		return nil, fmt.Errorf("--demo-step must be positive, got %s", f.demoStep)
@@ -131,17 +137,18 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		ts = f.builtinTools()
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
-		ServerOptions:   ts.serverOptions,
-		MaxBodyBytes:    o.maxBody,
-		MinPollInterval: o.minPollInterval,
-		AllowedOrigins:  o.allowedOrigins,
-		Logger:          log,
-		TracerProvider:  tracing,
+		ServerOptions:    ts.serverOptions,
+		MaxBodyBytes:     o.maxBody,
+		MaxInflightBytes: o.maxInflight,
+		MinPollInterval:  o.minPollInterval,
+		AllowedOrigins:   o.allowedOrigins,
+		Logger:           log,
+		TracerProvider:   tracing,
 	})
 	if err := ts.register(srv); err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, f.store)
+	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -213,8 +220,9 @@ func (rt *runtime) drain(timeout time.Duration) {
 	rt.log.Info("stopped")
 }
 
-// openStore opens the store named by a --store value.
-func openStore(ctx context.Context, spec string) (store.Store, error) {
+// openStore opens the store named by a --store value; sqlite: stores get
+// so.
+func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Store, error) {
 	scheme, rest, _ := strings.Cut(spec, ":")
 	switch scheme {
 	case "memory":
@@ -223,7 +231,7 @@ func openStore(ctx context.Context, spec string) (store.Store, error) {
 		if rest == "" {
 			return nil, fmt.Errorf("--store %q: want sqlite:PATH, e.g. sqlite:mcptasks.db", spec)
 		}
-		st, err := sqlite.Open(ctx, rest, nil)
+		st, err := sqlite.Open(ctx, rest, so)
 		if err != nil {
 			return nil, fmt.Errorf("--store %q: %w", spec, err)
 		}

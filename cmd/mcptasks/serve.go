@@ -23,6 +23,7 @@ type serveFlags struct {
 	listen            string
 	authTokens        string
 	maxBodyBytes      int64
+	maxInflightBytes  int64
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
@@ -58,6 +59,7 @@ process once their lease expires.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "`address` to listen on; the MCP endpoint is /mcp")
 	fl.StringVar(&f.authTokens, "auth-tokens", "", "`file` of \"TOKEN PRINCIPAL\" lines; requests must then send Authorization: Bearer TOKEN and see only their principal's tasks (default: no auth, one local principal)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", mcpserver.DefaultMaxBodyBytes, "largest request body accepted; larger ones get HTTP 413")
+	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", mcpserver.DefaultMaxInflightBytes, "most bytes the requests handled at once may hold, across all connections (their bodies, and the tasks tasks/get replies carry); a request past it gets HTTP 503 with Retry-After, or -32603, and is retried by clients")
 	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
@@ -70,6 +72,9 @@ process once their lease expires.`,
 func serve(ctx context.Context, f *serveFlags) error {
 	if f.maxBodyBytes <= 0 {
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
+	}
+	if f.maxInflightBytes < f.maxBodyBytes {
+		return fmt.Errorf("--max-inflight-bytes must be at least --max-body-bytes (%d), got %d", f.maxBodyBytes, f.maxInflightBytes)
 	}
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
@@ -107,7 +112,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
-		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
+		maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
 	})
 	if err != nil {
 		ln.Close()

@@ -165,6 +165,19 @@ func dropStale(ctx context.Context, t testing.TB, conn *pgx.Conn) {
 	}
 }
 
+// WithParam returns dsn, a postgres:// URL or a keyword/value string, with
+// the connection parameter key set to value (application_name, say).
+func WithParam(dsn, key, value string) string {
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set(key, value)
+		// Spaces as %20: pgx, unlike net/url, does not read + as a space.
+		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
+		return u.String()
+	}
+	return strings.TrimSpace(dsn) + " " + key + "=" + value
+}
+
 // withSearchPath returns base with its search_path set to schema, through
 // the options parameter that libpq understands too (psql "$DSN" works).
 func withSearchPath(base, schema string) string {

@@ -18,23 +18,37 @@ import (
 type Store struct {
 	mu    sync.Mutex
 	tasks map[string]*task.Record
+	keys  map[idemKey]string // task id by principal and idempotency key
 }
+
+// idemKey is a principal's idempotency key.
+type idemKey struct{ principal, key string }
 
 var _ store.Store = (*Store)(nil)
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{tasks: map[string]*task.Record{}}
+	return &Store{tasks: map[string]*task.Record{}, keys: map[idemKey]string{}}
 }
 
 // Create implements [store.Store].
 func (s *Store) Create(_ context.Context, r *task.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	k := idemKey{r.Principal, r.IdempotencyKey}
+	if old := s.tasks[s.keys[k]]; r.IdempotencyKey != "" && old != nil {
+		if store.KeyHeld(old, r.CreatedAt) {
+			return &store.DuplicateError{Task: old.Clone()}
+		}
+		old.IdempotencyKey = ""
+	}
 	if _, ok := s.tasks[r.ID]; ok {
 		return store.ErrExists
 	}
 	s.tasks[r.ID] = r.Clone()
+	if r.IdempotencyKey != "" {
+		s.keys[k] = r.ID
+	}
 	return nil
 }
 
@@ -44,6 +58,18 @@ func (s *Store) Get(_ context.Context, id string) (*task.Record, error) {
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
 	if !ok {
+		return nil, store.ErrNotFound
+	}
+	return r.Clone(), nil
+}
+
+// GetFor implements [store.Store]. Another principal's task is not
+// copied: it costs what an unknown id costs.
+func (s *Store) GetFor(_ context.Context, id, principal string) (*task.Record, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.tasks[id]
+	if !ok || r.Principal != principal {
 		return nil, store.ErrNotFound
 	}
 	return r.Clone(), nil
@@ -164,6 +190,9 @@ func (s *Store) DeleteExpired(_ context.Context, now time.Time, limit int) (int,
 		}
 		if r.Expired(now) {
 			delete(s.tasks, id)
+			if k := (idemKey{r.Principal, r.IdempotencyKey}); r.IdempotencyKey != "" && s.keys[k] == id {
+				delete(s.keys, k)
+			}
 			n++
 		}
 	}

@@ -74,7 +74,7 @@ func openSynthetic(b *testing.B, schema string, n int) *Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := open(b, withParam(pgtest.URL(), "options", "-csearch_path="+schema), &Options{QueryTimeout: time.Hour, StatementTimeout: -1})
+	s := open(b, pgtest.WithParam(pgtest.URL(), "options", "-csearch_path="+schema), &Options{QueryTimeout: time.Hour, StatementTimeout: -1})
 	var have int
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM mcptasks_tasks`).Scan(&have); err != nil {
 		b.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,17 +39,6 @@ func openTemp(t testing.TB) *Store {
 	return open(t, pgtest.DSN(t), nil)
 }
 
-// withParam returns dsn with the connection parameter key=value added.
-func withParam(dsn, key, value string) string {
-	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
-		q := u.Query()
-		q.Set(key, value)
-		u.RawQuery = strings.ReplaceAll(q.Encode(), "+", "%20")
-		return u.String()
-	}
-	return dsn + " " + key + "=" + value
-}
-
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
 		s, err := Open(context.Background(), pgtest.DSN(t), nil)
@@ -69,7 +57,7 @@ func TestStore_SimpleProtocol(t *testing.T) {
 		t.Skip("the suite runs once with the extended protocol in -short")
 	}
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), withParam(pgtest.DSN(t), "default_query_exec_mode", "simple_protocol"), nil)
+		s, err := Open(context.Background(), pgtest.WithParam(pgtest.DSN(t), "default_query_exec_mode", "simple_protocol"), nil)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -174,7 +162,7 @@ func TestOpen_NewerSchema(t *testing.T) {
 
 func TestOpen_MissingSchema(t *testing.T) {
 	t.Parallel()
-	dsn := withParam(pgtest.DSN(t), "options", "-csearch_path=no_such_schema_here")
+	dsn := pgtest.WithParam(pgtest.DSN(t), "options", "-csearch_path=no_such_schema_here")
 	s, err := Open(context.Background(), dsn, nil)
 	if err == nil {
 		s.Close()
@@ -258,7 +246,7 @@ func TestOpen_Settings(t *testing.T) {
 		{"Options", dsn, &Options{StatementTimeout: 1500 * time.Millisecond}, map[string]string{
 			"statement_timeout": "1500ms", "idle_in_transaction_session_timeout": "1500ms",
 		}},
-		{"DSNWins", withParam(withParam(dsn, "statement_timeout", "7000"), "application_name", "replica-3"), nil, map[string]string{
+		{"DSNWins", pgtest.WithParam(pgtest.WithParam(dsn, "statement_timeout", "7000"), "application_name", "replica-3"), nil, map[string]string{
 			"statement_timeout": "7s", "application_name": "replica-3",
 		}},
 		{"Disabled", dsn, &Options{StatementTimeout: -1}, map[string]string{
@@ -468,9 +456,16 @@ func TestQueryTimeout(t *testing.T) {
 	if strings.HasPrefix(cfg.Host, "/") {
 		t.Skip("the test puts a TCP proxy in front of the server; MCPTASKS_POSTGRES_URL names a Unix socket")
 	}
+	// Migrate first, directly: through the proxy, under its short timeout,
+	// the migrations need not finish on a loaded machine.
+	direct, err := Open(context.Background(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct.Close()
 	f := newFreezer(t, net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port))))
 	host, port, _ := net.SplitHostPort(f.addr())
-	proxied := withParam(withParam(dsn, "host", host), "port", port)
+	proxied := pgtest.WithParam(pgtest.WithParam(dsn, "host", host), "port", port)
 	const timeout = 500 * time.Millisecond
 	// Migrate first, directly: the migrations may take longer than the
 	// short timeout on a busy machine, and are not what the test checks.
@@ -693,6 +688,10 @@ func BenchmarkGet(b *testing.B) {
 			}
 		}
 	})
+}
+
+func BenchmarkGetFor(b *testing.B) {
+	storetest.BenchmarkGetFor(b, func(b *testing.B) store.Store { return openTemp(b) })
 }
 
 // BenchmarkCreate measures durable inserts from 4×GOMAXPROCS goroutines,

@@ -16,24 +16,28 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses`
+	trace_parent, losses, idempotency_key`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
 	getSQL    = selectSQL + ` WHERE id = $1`
+	getForSQL = getSQL + ` AND principal = $2`
 	lockSQL   = getSQL + ` FOR UPDATE`
+	byKeySQL  = selectSQL + ` WHERE principal = $1 AND idempotency_key = $2`
+	// dropKeySQL takes the idempotency key $2 from the expired task $1.
+	dropKeySQL = `UPDATE mcptasks_tasks SET idempotency_key = NULL WHERE id = $1 AND idempotency_key = $2`
 
-	// insertRowSQL inserts a task unless its id exists. The values are
-	// those of insertValues.
+	// insertRowSQL inserts a task unless its id, or its principal and
+	// idempotency key, exist. The values are those of insertValues.
 	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
-		ON CONFLICT (id) DO NOTHING`
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)
+		ON CONFLICT DO NOTHING`
 
 	// insertSQL is insertRowSQL that, if the task was new, notifies its
 	// creation in the same statement; it returns the number of rows
 	// inserted. The values are those of insertValues, then the channel.
 	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
-	SELECT count(*) FROM ins, pg_notify($23, 'created:' || ins.id)`
+	SELECT count(*) FROM ins, pg_notify($24, 'created:' || ins.id)`
 
 	// updateSQL writes back the columns that the state machine changes;
 	// the others (trace_parent among them) are fixed at creation. attempt
@@ -66,7 +70,7 @@ func insertValues(r *task.Record) ([]any, error) {
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, expiresAt,
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), expiresAt,
 	}, nil
 }
 
@@ -122,11 +126,12 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 		args, caps, inputRequests, answers []byte
 		result, rpcErr                     []byte
 		leaseExpiresAt                     *time.Time
+		key                                *string
 	)
 	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses}
+		&r.TraceParent, &r.Losses, &key}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -136,6 +141,9 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
 	if leaseExpiresAt != nil {
 		r.LeaseExpiresAt = leaseExpiresAt.UTC()
+	}
+	if key != nil {
+		r.IdempotencyKey = *key
 	}
 	var err error
 	if r.InputRequests, err = sqlstore.DecodeRaws(inputRequests); err != nil {
@@ -158,4 +166,12 @@ func timeValue(t time.Time) any {
 		return nil
 	}
 	return time.UnixMilli(t.UnixMilli()).UTC()
+}
+
+// nullString is the column value of an optional string: NULL when empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

@@ -15,6 +15,11 @@ import (
 
 // Create implements [store.Store]. The insert and its created event (unless
 // Options.DisableNotify) are one statement, so one transaction.
+//
+// With an idempotency key, the unique index on principal and key decides:
+// of concurrent inserts with one key, one commits and the others insert
+// nothing (after waiting for it). Those then read the task that holds the
+// key; if it has expired, they take the key from it and insert again.
 func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	vals, err := insertValues(r)
 	if err != nil {
@@ -22,28 +27,64 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var n int64
-	if s.opts.DisableNotify {
-		var tag pgconn.CommandTag
-		tag, err = s.pool.Exec(ctx, insertRowSQL, vals...)
-		n = tag.RowsAffected()
-	} else {
-		err = s.pool.QueryRow(ctx, insertSQL, append(vals, s.opts.NotifyChannel)...).Scan(&n)
+	for range maxKeyTries {
+		var n int64
+		if s.opts.DisableNotify {
+			var tag pgconn.CommandTag
+			tag, err = s.pool.Exec(ctx, insertRowSQL, vals...)
+			n = tag.RowsAffected()
+		} else {
+			err = s.pool.QueryRow(ctx, insertSQL, append(vals, s.opts.NotifyChannel)...).Scan(&n)
+		}
+		if err != nil {
+			return fmt.Errorf("postgres: create task: %w", err)
+		}
+		if n == 1 {
+			return nil
+		}
+		if r.IdempotencyKey == "" {
+			return store.ErrExists
+		}
+		old, err := scanRecord(s.pool.QueryRow(ctx, byKeySQL, r.Principal, r.IdempotencyKey))
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // the id exists, or the holder was deleted since
+			if _, err := s.read(ctx, getSQL, r.ID); err == nil {
+				return store.ErrExists
+			}
+			continue
+		case err != nil:
+			return fmt.Errorf("postgres: create task: idempotency key: %w", err)
+		case store.KeyHeld(old, r.CreatedAt):
+			return &store.DuplicateError{Task: old}
+		}
+		if _, err := s.pool.Exec(ctx, dropKeySQL, old.ID, r.IdempotencyKey); err != nil {
+			return fmt.Errorf("postgres: create task: idempotency key: %w", err)
+		}
 	}
-	if err != nil {
-		return fmt.Errorf("postgres: create task: %w", err)
-	}
-	if n == 0 {
-		return store.ErrExists
-	}
-	return nil
+	return fmt.Errorf("postgres: create task: idempotency key %q changed hands %d times while inserting; try again", r.IdempotencyKey, maxKeyTries)
 }
+
+// maxKeyTries bounds the inserts of one Create whose idempotency key keeps
+// being taken from an expired task and given to another concurrent one.
+const maxKeyTries = 4
 
 // Get implements [store.Store]. It is one primary-key read.
 func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
+	return s.read(ctx, getSQL, id)
+}
+
+// GetFor implements [store.Store]. It is one primary-key read whose
+// principal filter the server applies: another principal's row is never
+// sent.
+func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
+	return s.read(ctx, getForSQL, id, principal)
+}
+
+// read runs the query q of one task.
+func (s *Store) read(ctx context.Context, q string, args ...any) (*task.Record, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	r, err := scanRecord(s.pool.QueryRow(ctx, getSQL, id))
+	r, err := scanRecord(s.pool.QueryRow(ctx, q, args...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

@@ -25,8 +25,15 @@ import (
 //     maxStale; a change empties the cache. A Get is answered from the
 //     cache only within maxStale of a check, so a write of another process
 //     is seen at most maxStale late.
+//
+// It is bounded twice: by the number of records and by their bytes (as
+// [task.Record.Size] counts them). A fill that would pass either bound evicts
+// records at random first; a record larger than a sixteenth of the byte
+// bound is not cached at all, so that one large task cannot empty the
+// cache of small ones.
 type cache struct {
 	max      int           // most records kept
+	maxBytes int64         // most bytes kept
 	maxStale time.Duration // longest a hit may trail a check for foreign writes
 	now      func() time.Time
 	probe    chan struct{} // asks the commit loop for a check; buffered, 1
@@ -34,24 +41,27 @@ type cache struct {
 	mu        sync.Mutex
 	seq       uint64 // odd inside a write window
 	m         map[string]*task.Record
+	bytes     int64     // the Size of the records in m
 	checkedAt time.Time // when the last foreign-write check began
 	gets      uint64    // Gets since the last check
 	hits      uint64    // for tests
 }
 
-func newCache(max int, maxStale time.Duration) *cache {
+func newCache(max int, maxBytes int64, maxStale time.Duration) *cache {
 	return &cache{
-		max: max, maxStale: maxStale, now: time.Now,
+		max: max, maxBytes: maxBytes, maxStale: maxStale, now: time.Now,
 		probe: make(chan struct{}, 1),
 		m:     make(map[string]*task.Record),
 	}
 }
 
-// get returns a copy of the cached task with the id, if it is cached and
-// the last check for foreign writes is recent enough. Otherwise it returns
-// the sequence number the caller passes to fill after reading the
-// database, and may ask the commit loop for a check.
-func (c *cache) get(id string) (r *task.Record, seq uint64) {
+// get returns a copy of the cached task with the id, if it is cached, of
+// principal (any principal if principal is nil), and the last check for
+// foreign writes is recent enough. Otherwise it returns the sequence
+// number the caller passes to fill after reading the database, and may ask
+// the commit loop for a check. Another principal's task is a miss, not
+// copied, so that it costs what an unknown id costs.
+func (c *cache) get(id string, principal *string) (r *task.Record, seq uint64) {
 	if c == nil {
 		return nil, 0
 	}
@@ -59,7 +69,10 @@ func (c *cache) get(id string) (r *task.Record, seq uint64) {
 	c.gets++
 	fresh := c.now().Sub(c.checkedAt) <= c.maxStale
 	if fresh {
-		if r = c.m[id]; r != nil {
+		if r = c.m[id]; r != nil && principal != nil && r.Principal != *principal {
+			r = nil
+		}
+		if r != nil {
 			c.hits++
 		}
 	}
@@ -88,13 +101,33 @@ func (c *cache) fill(seq uint64, r *task.Record) {
 	if seq%2 != 0 || seq != c.seq {
 		return
 	}
-	if len(c.m) >= c.max {
-		for k := range c.m { // evict one at random
-			delete(c.m, k)
+	size := r.Size()
+	if size > c.maxBytes/16 {
+		return
+	}
+	c.remove(r.ID)
+	for k := range c.m { // evict at random until r fits
+		if len(c.m) < c.max && c.bytes+size <= c.maxBytes {
 			break
 		}
+		c.remove(k)
 	}
 	c.m[r.ID] = r.Clone()
+	c.bytes += size
+}
+
+// remove forgets the record with the id; c.mu is held.
+func (c *cache) remove(id string) {
+	if r, ok := c.m[id]; ok {
+		c.bytes -= r.Size()
+		delete(c.m, id)
+	}
+}
+
+// clearLocked forgets every record; c.mu is held.
+func (c *cache) clearLocked() {
+	clear(c.m)
+	c.bytes = 0
 }
 
 // beginWrite opens a write window.
@@ -113,7 +146,7 @@ func (c *cache) drop(id string) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.m, id)
+	c.remove(id)
 	c.mu.Unlock()
 }
 
@@ -123,7 +156,7 @@ func (c *cache) dropAll() {
 		return
 	}
 	c.mu.Lock()
-	clear(c.m)
+	c.clearLocked()
 	c.mu.Unlock()
 }
 
@@ -148,7 +181,7 @@ func (c *cache) checked(t time.Time, foreign bool) (used bool) {
 	defer c.mu.Unlock()
 	used, c.gets = c.gets > 0, 0
 	if foreign {
-		clear(c.m)
+		c.clearLocked()
 		c.seq += 2 // fills from reads that began before the check fail
 	}
 	if t.After(c.checkedAt) {

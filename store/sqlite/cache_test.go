@@ -2,8 +2,12 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -81,6 +85,89 @@ func TestCache_Hits(t *testing.T) {
 	s.cache.mu.Unlock()
 	if n > 2 {
 		t.Errorf("cache holds %d tasks, want at most CacheSize 2", n)
+	}
+}
+
+// TestCache_Bytes checks the byte bound: however many tasks are read, the
+// cache holds at most CacheBytes of them, its count of bytes stays exact,
+// and a task larger than a sixteenth of the bound is never cached.
+func TestCache_Bytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const budget = 64 << 10
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheBytes: budget, CacheMaxStale: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	task := func(id string, argBytes int) *task.Record {
+		r := newTask(id)
+		r.Args = json.RawMessage(`{"label":"` + strings.Repeat("x", argBytes) + `"}`)
+		return r
+	}
+	const small = 1 << 10 // 64 of them would need about 96 KiB with the overhead
+	for i := range 64 {
+		id := fmt.Sprintf("s%02d", i)
+		if err := s.Create(ctx, task(id, small)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		s.cache.mu.Lock()
+		var sum int64
+		for _, r := range s.cache.m {
+			sum += r.Size()
+		}
+		n, counted := len(s.cache.m), s.cache.bytes
+		s.cache.mu.Unlock()
+		if counted != sum || counted > budget {
+			t.Fatalf("after %d reads: %d tasks, counted %d bytes, they hold %d; want equal and at most %d", i+1, n, counted, sum, budget)
+		}
+	}
+	if err := s.Create(ctx, task("big", budget/16)); err != nil {
+		t.Fatal(err)
+	}
+	before := s.cache.hitCount()
+	for range 2 {
+		if _, err := s.Get(ctx, "big"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cache.hitCount(); n != before {
+		t.Errorf("a task larger than a sixteenth of CacheBytes was served from the cache (%d hits)", n-before)
+	}
+}
+
+// TestCache_OtherPrincipal checks that another principal's GetFor of a
+// cached task is not answered from the cache: it reads the file, as an
+// unknown id does, so that its timing does not tell that the task exists.
+func TestCache_OtherPrincipal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "tasks.db"), &Options{CacheMaxStale: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(ctx, newTask("a")); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first fills the cache, the second hits
+		if _, err := s.GetFor(ctx, "a", "alice"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.cache.hitCount(); n != 1 {
+		t.Fatalf("hits after alice's two reads = %d, want 1", n)
+	}
+	for _, id := range []string{"a", "unknown"} {
+		if _, err := s.GetFor(ctx, id, "bob"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("bob's GetFor(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if n := s.cache.hitCount(); n != 1 {
+		t.Errorf("hits after bob's reads = %d, want still 1: another principal's task was served from the cache", n)
 	}
 }
 

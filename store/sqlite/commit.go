@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -30,6 +31,9 @@ type write struct {
 // return their errors as they are (see runGroup). Errors of the database
 // are wrapped with op.
 func (s *Store) inTx(ctx context.Context, op string, fn func(tx *wtx) error) error {
+	if err := ctx.Err(); err != nil { // select would pick at random between this and a ready commit loop
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	}
 	w := write{op: op, fn: fn, done: make(chan error, 1)}
 	select {
 	case s.writes <- w:
@@ -152,8 +156,9 @@ func (s *Store) runGroup(group []write, errs []error) error {
 func ruleError(err error) bool {
 	var te *task.TransitionError
 	var nc noChange
+	var de *store.DuplicateError
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) ||
-		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &nc)
+		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &nc) || errors.As(err, &de)
 }
 
 // noChange marks an error that a write returns before it changed anything,
@@ -169,6 +174,9 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		return fmt.Errorf("sqlite: create task: %w", err)
 	}
 	return s.inTx(ctx, "create task", func(tx *wtx) error {
+		if err := s.takeKey(tx, r); err != nil {
+			return err
+		}
 		res, err := tx.exec(tx.ws.insert, vals...)
 		if err != nil {
 			return fmt.Errorf("sqlite: create task: %w", err)
@@ -180,4 +188,27 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		}
 		return nil
 	})
+}
+
+// takeKey checks, in a create's transaction, that no live task of r's
+// principal holds r's idempotency key, and takes the key from an expired
+// one. It returns a *store.DuplicateError if a live task holds it.
+func (s *Store) takeKey(tx *wtx, r *task.Record) error {
+	if r.IdempotencyKey == "" {
+		return nil
+	}
+	old, err := scanRecord(tx.tx.StmtContext(tx.ctx, tx.ws.byKey).QueryRowContext(tx.ctx, r.Principal, r.IdempotencyKey))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("sqlite: create task: idempotency key: %w", err)
+	case store.KeyHeld(old, r.CreatedAt):
+		return &store.DuplicateError{Task: old}
+	}
+	s.cache.drop(old.ID)
+	if _, err := tx.exec(tx.ws.dropKey, old.ID); err != nil {
+		return fmt.Errorf("sqlite: create task: idempotency key: %w", err)
+	}
+	return nil
 }

@@ -14,16 +14,20 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses`
+	trace_parent, losses, idempotency_key`
 
 // marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
 	getSQL    = selectSQL + ` WHERE id = ?`
-	insertSQL = `INSERT INTO tasks (` + columns + `) VALUES (` + marks + `) ON CONFLICT (id) DO NOTHING`
-	updateSQL = `UPDATE tasks SET (` + columns + `) = (` + marks + `) WHERE id = ?`
+	getForSQL = getSQL + ` AND principal = ?`
+	byKeySQL  = selectSQL + ` WHERE principal = ? AND idempotency_key = ?`
+	// dropKeySQL takes the idempotency key from an expired task.
+	dropKeySQL = `UPDATE tasks SET idempotency_key = NULL WHERE id = ?`
+	insertSQL  = `INSERT INTO tasks (` + columns + `) VALUES (` + marks + `) ON CONFLICT (id) DO NOTHING`
+	updateSQL  = `UPDATE tasks SET (` + columns + `) = (` + marks + `) WHERE id = ?`
 )
 
 // recordValues returns the column values of r.
@@ -50,7 +54,7 @@ func recordValues(r *task.Record) ([]any, error) {
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses,
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey),
 	}, nil
 }
 
@@ -69,11 +73,12 @@ func scanRecord(sc scanner) (*task.Record, error) {
 		result, rpcErr                     []byte
 		cancel                             bool
 		leaseExpiresAt                     sql.NullInt64
+		key                                sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses)
+		&r.TraceParent, &r.Losses, &key)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +87,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	r.CreatedAt, r.UpdatedAt = timeFrom(created), timeFrom(updated)
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond
 	r.CancelRequested = cancel
+	r.IdempotencyKey = key.String
 	if leaseExpiresAt.Valid {
 		r.LeaseExpiresAt = timeFrom(leaseExpiresAt.Int64)
 	}
@@ -115,6 +121,14 @@ func timeValue(t time.Time) any {
 		return nil
 	}
 	return t.UnixMilli()
+}
+
+// nullString is the column value of an optional string: NULL when empty.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // timeFrom is the time of unix milliseconds, in UTC.

@@ -49,6 +49,9 @@ const (
 	DefaultMaxReadConns = 4
 	// DefaultCacheSize is how many tasks Get keeps in memory.
 	DefaultCacheSize = 10_000
+	// DefaultCacheBytes bounds the memory of the tasks Get keeps: 64 MiB,
+	// about 10,000 tasks of 6 KiB.
+	DefaultCacheBytes = 64 << 20
 	// DefaultCacheMaxStale bounds how late a cached Get may see a write
 	// made by another process on the same file.
 	DefaultCacheMaxStale = 10 * time.Millisecond
@@ -68,6 +71,12 @@ type Options struct {
 	// cache never serves a record older than this process's last write to
 	// it; see CacheMaxStale for other processes' writes.
 	CacheSize int
+	// CacheBytes bounds the memory of the cached tasks, as the sum of
+	// their variable-length fields (arguments, result, messages, input
+	// requests and answers) plus 512 bytes each; zero means
+	// DefaultCacheBytes. A task larger than a sixteenth of it is never
+	// cached: its polls read the file.
+	CacheBytes int64
 	// CacheMaxStale bounds how late Get may see a write made by another
 	// process that has the same file open (a worker beside a server): a
 	// cached task is served only within CacheMaxStale of a check for such
@@ -78,10 +87,11 @@ type Options struct {
 // Store is a [store.Store] kept in one SQLite file. It is safe for
 // concurrent use; call Close when done.
 type Store struct {
-	w   *sql.DB // the one write connection: SQLite has one writer
-	ws  *writeStmts
-	r   *sql.DB   // read-only connections
-	get *sql.Stmt // getSQL on r, prepared once per connection
+	w      *sql.DB // the one write connection: SQLite has one writer
+	ws     *writeStmts
+	r      *sql.DB   // read-only connections
+	get    *sql.Stmt // getSQL on r, prepared once per connection
+	getFor *sql.Stmt // getForSQL on r
 
 	cache       *cache // nil when Options.CacheSize < 0
 	dataVersion int64  // of w, as last read by the commit loop
@@ -146,16 +156,24 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	ws, err := prepareWrites(ctx, w)
+	getFor, err := r.PrepareContext(ctx, getForSQL)
 	if err != nil {
 		get.Close()
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{w: w, ws: ws, r: r, get: get, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
+	ws, err := prepareWrites(ctx, w)
+	if err != nil {
+		getFor.Close()
+		get.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	s := &Store{w: w, ws: ws, r: r, get: get, getFor: getFor, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.CacheSize > 0 {
-		s.cache = newCache(o.CacheSize, o.CacheMaxStale)
+		s.cache = newCache(o.CacheSize, o.CacheBytes, o.CacheMaxStale)
 		s.checkForeign()
 	}
 	go s.commitLoop()
@@ -171,6 +189,9 @@ func options(opts *Options) (Options, error) {
 	if o.BusyTimeout < 0 {
 		return o, fmt.Errorf("sqlite: Options.BusyTimeout is %v: use zero for the default or a positive duration", o.BusyTimeout)
 	}
+	if o.CacheBytes < 0 {
+		return o, fmt.Errorf("sqlite: Options.CacheBytes is %d: use zero for the default or a positive number (a negative CacheSize turns the cache off)", o.CacheBytes)
+	}
 	if o.CacheMaxStale < 0 {
 		return o, fmt.Errorf("sqlite: Options.CacheMaxStale is %v: use zero for the default or a positive duration", o.CacheMaxStale)
 	}
@@ -185,6 +206,9 @@ func options(opts *Options) (Options, error) {
 	}
 	if o.CacheSize == 0 {
 		o.CacheSize = DefaultCacheSize
+	}
+	if o.CacheBytes == 0 {
+		o.CacheBytes = DefaultCacheBytes
 	}
 	if o.CacheMaxStale == 0 {
 		o.CacheMaxStale = DefaultCacheMaxStale
@@ -223,7 +247,7 @@ func checkWAL(ctx context.Context, db *sql.DB) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.stop) })
 	<-s.stopped
-	if err := errors.Join(s.get.Close(), s.r.Close(), s.ws.close(), s.w.Close()); err != nil {
+	if err := errors.Join(s.get.Close(), s.getFor.Close(), s.r.Close(), s.ws.close(), s.w.Close()); err != nil {
 		return fmt.Errorf("sqlite: close: %w", err)
 	}
 	return nil

@@ -316,6 +316,10 @@ func BenchmarkGet(b *testing.B) {
 	}
 }
 
+func BenchmarkGetFor(b *testing.B) {
+	storetest.BenchmarkGetFor(b, func(b *testing.B) store.Store { return openTemp(b) })
+}
+
 func BenchmarkCreate(b *testing.B) {
 	ctx := context.Background()
 	s := openTemp(b)

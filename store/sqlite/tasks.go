@@ -13,11 +13,30 @@ import (
 
 // Get implements [store.Store]. It is a primary-key read on the read pool.
 func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
-	r, seq := s.cache.get(id)
+	return s.read(ctx, id, nil)
+}
+
+// GetFor implements [store.Store]: Get with the principal in the cache
+// lookup and in the query, so that another principal's task, cached or
+// not, is read like an unknown id.
+func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
+	return s.read(ctx, id, &principal)
+}
+
+// read returns the task with the id, of principal unless it is nil, from
+// the cache or the read pool.
+func (s *Store) read(ctx context.Context, id string, principal *string) (*task.Record, error) {
+	r, seq := s.cache.get(id, principal)
 	if r != nil {
 		return r, nil
 	}
-	r, err := scanRecord(s.get.QueryRowContext(ctx, id))
+	var row *sql.Row
+	if principal == nil {
+		row = s.get.QueryRowContext(ctx, id)
+	} else {
+		row = s.getFor.QueryRowContext(ctx, id, *principal)
+	}
+	r, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}

@@ -61,6 +61,19 @@ func testCreateGet(t *testing.T, f factory) {
 		wantErr(t, "Get(unknown)", err, store.ErrNotFound)
 	})
 
+	t.Run("GetForOtherPrincipal", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		r := newTask("t1")
+		create(t, s, r)
+		get(t, s, "t1") // a backend with a cache may now hold it
+		wantStored(t, s, r)
+		for _, c := range []struct{ id, principal string }{{"t1", bob}, {"t1", ""}, {"t2", alice}} {
+			_, err := s.GetFor(context.Background(), c.id, c.principal)
+			wantErr(t, fmt.Sprintf("GetFor(%s, %q)", c.id, c.principal), err, store.ErrNotFound)
+		}
+	})
+
 	t.Run("TraceParentKept", func(t *testing.T) { testTraceParentKept(t, f) })
 
 	t.Run("ManyTasks", func(t *testing.T) {
@@ -102,6 +115,7 @@ func testRoundTrip(t *testing.T, f factory) {
 					Args:               json.RawMessage(`{"frames": [1, 2, 3], "name":"caf\u00e9 <b>&</b>"}`),
 					ClientCapabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{}}`),
 					TraceParent:        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+					IdempotencyKey:     "7c0b5e9e-3f2a-4d1b-9c8e-2a6f1d3b4c5e",
 					Status:             task.InputRequired,
 					StatusMessage:      "waiting for the operator — ünïcode ✓",
 					CreatedAt:          ms(123),

@@ -51,6 +51,11 @@
 //   - Finish with a non-terminal status returns a *task.TransitionError and
 //     changes nothing. An empty StatusMessage keeps the current message.
 //   - DeleteExpired: limit <= 0 means no limit.
+//   - Idempotency keys. A record's IdempotencyKey is unique per principal
+//     among tasks that have not expired at the new record's CreatedAt,
+//     whatever their status: Create of a record whose key such a task
+//     holds writes nothing and returns a *store.DuplicateError with that
+//     task, also when creates race. An expired task gives its key up.
 package storetest
 
 import (
@@ -88,6 +93,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
 	t.Run("Count", func(t *testing.T) { testCount(t, f) })
 	t.Run("List", func(t *testing.T) { testList(t, f) })
+	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
@@ -250,6 +256,11 @@ func wantRecord(t *testing.T, what string, got, want *task.Record) {
 func wantStored(t *testing.T, s store.Store, want *task.Record) {
 	t.Helper()
 	wantRecord(t, "Get", get(t, s, want.ID), want)
+	r, err := s.GetFor(context.Background(), want.ID, want.Principal)
+	if err != nil {
+		t.Fatalf("GetFor(%s, %s): %v", want.ID, want.Principal, err)
+	}
+	wantRecord(t, "GetFor", r, want)
 }
 
 // wantKeys fails t unless the sorted keys equal want.
@@ -304,6 +315,7 @@ func diffRecords(got, want *task.Record) []string {
 	raw("Args", got.Args, want.Args)
 	raw("ClientCapabilities", got.ClientCapabilities, want.ClientCapabilities)
 	str("TraceParent", got.TraceParent, want.TraceParent)
+	str("IdempotencyKey", got.IdempotencyKey, want.IdempotencyKey)
 	str("Status", string(got.Status), string(want.Status))
 	str("StatusMessage", got.StatusMessage, want.StatusMessage)
 	tm("CreatedAt", got.CreatedAt, want.CreatedAt)

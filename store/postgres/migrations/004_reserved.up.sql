@@ -1,3 +1,4 @@
--- Placeholder: version 4 belongs to another branch of work (suspension),
--- merged separately. It changes nothing; the merge replaces this file.
+-- Reserved: version 4 belongs to a change made on another branch at the
+-- same time. The loader wants versions without gaps, so this placeholder
+-- holds the number until that change is merged and replaces it.
 SELECT 1;

@@ -1,0 +1,130 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// TestMaxInflightBytes checks the budget of bytes in flight, through the
+// fast path and through go-sdk: while one request holds most of it (a
+// body that is still arriving), a request whose body does not fit is
+// refused with HTTP 503, Retry-After and -32603 before it is read, and a
+// tasks/get whose task does not fit gets -32603; once the first request is
+// done, both go through.
+func TestMaxInflightBytes(t *testing.T) {
+	for _, fast := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fast", false: "sdk"}[fast], func(t *testing.T) {
+			const maxBody, budget = 64 << 10, 100 << 10
+			srv := mcpserver.New(&mcp.Implementation{Name: "inflight", Version: "1"}, &mcpserver.Options{
+				MaxBodyBytes: maxBody, MaxInflightBytes: budget, DisableFastPath: !fast,
+			})
+			err := mcpserver.AddTool(srv, &mcp.Tool{Name: "keep"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+				func(context.Context, *engine.Run, struct {
+					Data string `json:"data"`
+				}) (*mcp.CallToolResult, error) {
+					return nil, nil
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := httptest.NewServer(srv.Handler(eng))
+			defer hs.Close()
+			post := func(method, name string, body io.Reader, length int64) (int, string, map[string]json.RawMessage) {
+				req, _ := http.NewRequest("POST", hs.URL, body)
+				req.ContentLength = length
+				for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+					"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
+					req.Header.Set(k, v)
+				}
+				resp, err := hs.Client().Do(req)
+				if err != nil {
+					t.Error(err)
+					return 0, "", nil
+				}
+				defer resp.Body.Close()
+				b, _ := io.ReadAll(resp.Body)
+				if i := strings.LastIndex(string(b), "data: "); i >= 0 { // an SSE reply
+					b = b[i+len("data: "):]
+				}
+				var m map[string]json.RawMessage
+				_ = json.Unmarshal(b, &m)
+				return resp.StatusCode, resp.Header.Get("Retry-After"), m
+			}
+			const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+			call := func(method, name, params string) (int, string, map[string]json.RawMessage) {
+				body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + meta + `,` + params + `}}`
+				return post(method, name, strings.NewReader(body), int64(len(body)))
+			}
+			// A task of 60 KiB.
+			status, _, m := call("tools/call", "keep", `"name":"keep","arguments":{"data":"`+strings.Repeat("x", 60<<10)+`"}`)
+			var created struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(m["result"], &created); status != 200 || created.TaskID == "" {
+				t.Fatalf("create: HTTP %d %s", status, m["error"])
+			}
+			get := func() (int, string, map[string]json.RawMessage) {
+				return call("tasks/get", created.TaskID, `"taskId":"`+created.TaskID+`"`)
+			}
+
+			// A request that holds 64 KiB while its body arrives.
+			slow := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{` + meta + `,"name":"keep","arguments":{"data":"z"}}}`
+			slow += strings.Repeat(" ", maxBody-len(slow))
+			pr, pw := io.Pipe()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				post("tools/call", "keep", pr, maxBody)
+			}()
+			if _, err := pw.Write([]byte(slow[:1])); err != nil {
+				t.Fatal(err)
+			}
+			// Once the server has the first request's headers, it holds
+			// 64 KiB until the rest of the body arrives.
+			var retry string
+			for deadline := time.Now().Add(5 * time.Second); status != http.StatusServiceUnavailable && time.Now().Before(deadline); {
+				status, retry, m = call("tools/call", "keep", `"name":"keep","arguments":{"data":"`+strings.Repeat("y", 40<<10)+`"}`)
+			}
+			if status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(string(m["error"]), `"code":-32603`) {
+				t.Errorf("a 40 KiB create beside 64 KiB in flight: HTTP %d, Retry-After %q, %s; want 503, Retry-After and -32603", status, retry, m["error"])
+			}
+			if status, _, m := get(); !strings.Contains(string(m["error"]), "Server busy") {
+				t.Errorf("tasks/get of a 60 KiB task beside 64 KiB in flight: HTTP %d, %s %s; want -32603 busy", status, m["error"], m["result"])
+			}
+
+			if _, err := pw.Write([]byte(slow[1:])); err != nil { // the first request ends
+				t.Fatal(err)
+			}
+			pw.Close()
+			<-done
+			// Its reply may arrive a moment before the server gives its
+			// share back.
+			for deadline := time.Now().Add(5 * time.Second); ; {
+				status, _, m := get()
+				if status == 200 && m["result"] != nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("tasks/get once the budget is free: HTTP %d %s", status, m["error"])
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+}
