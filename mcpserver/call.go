@@ -148,6 +148,16 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 // context of the request's headers h or params._meta, and the task keeps
 // that span's traceparent.
 func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
+	r, err := s.createTaskRecord(ctx, t, args, caps, principal, h, meta)
+	if err != nil {
+		return nil, err
+	}
+	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
+}
+
+// createTaskRecord creates a task of tool t as createTask does, and
+// returns it.
+func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, args, caps json.RawMessage, principal string, h http.Header, meta propagation.TextMapCarrier) (*task.Record, error) {
 	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
 	defer span.End()
 	r, err := s.eng.Create(ctx, engine.CreateParams{
@@ -168,7 +178,7 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 		span.SetAttributes(attrTaskID.String(r.ID))
 	}
 	s.log.Info("task created", "task", r.ID, "tool", r.Tool)
-	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
+	return r, nil
 }
 
 // taskError maps an engine error to the JSON-RPC error of a tasks/* reply.
