@@ -92,6 +92,7 @@ type runtimeOptions struct {
 	maxBody         int64         // request body bound of the MCP endpoint (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
+	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
 
 // newRuntime validates f and builds the runtime.
@@ -133,6 +134,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		ServerOptions:   ts.serverOptions,
 		MaxBodyBytes:    o.maxBody,
 		MinPollInterval: o.minPollInterval,
+		SessionKey:      o.sessionKey,
 		Logger:          log,
 		TracerProvider:  tracing,
 	})

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,8 @@ type serveFlags struct {
 	idleTimeout       time.Duration
 	minPollInterval   time.Duration
 	pprofListen       string
+	stdio             bool
+	sessionKeyFile    string
 	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
@@ -61,6 +64,8 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
+	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
+	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -86,6 +91,17 @@ func serve(ctx context.Context, f *serveFlags) error {
 			return fmt.Errorf("--auth-tokens: %w", err)
 		}
 	}
+	sessionKey, err := readSessionKey(f.sessionKeyFile)
+	if err != nil {
+		return err
+	}
+	ro := runtimeOptions{maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools, sessionKey: sessionKey}
+	if f.stdio {
+		if tokens != nil {
+			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
+		}
+		return serveStdio(ctx, f, ro)
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -99,9 +115,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		defer pln.Close()
 		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
-	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
-		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools,
-	})
+	rt, err := newRuntime(ctx, &f.runFlags, ro)
 	if err != nil {
 		ln.Close()
 		return err
@@ -150,6 +164,37 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	rt.drain(f.drainTimeout)
 	return err
+}
+
+// serveStdio serves one client over stdin and stdout until stdin ends or
+// ctx is done, then drains.
+func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
+	rt, err := newRuntime(ctx, &f.runFlags, ro)
+	if err != nil {
+		return err
+	}
+	rt.eng.Start(context.WithoutCancel(ctx))
+	rt.log.Info("serving on stdio", "store", f.store, "workers", f.workers)
+	err = rt.srv.ServeStdio(ctx, rt.eng, os.Stdin, os.Stdout)
+	rt.log.Info("draining", "timeout", f.drainTimeout)
+	rt.drain(f.drainTimeout)
+	return err
+}
+
+// readSessionKey reads --session-key-file; "" means none.
+func readSessionKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--session-key-file: %w", err)
+	}
+	key = bytes.TrimSpace(key)
+	if len(key) < mcpserver.SessionKeySize {
+		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; it needs at least %d (e.g. head -c 48 /dev/urandom | base64 > %[1]s)", path, len(key), mcpserver.SessionKeySize)
+	}
+	return key, nil
 }
 
 // pprofMux serves net/http/pprof's handlers on their usual paths.
