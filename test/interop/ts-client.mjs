@@ -10,6 +10,7 @@
 //   tasks      callToolStream with a task and an elicitation answered through
 //              tasks/result; getTask, getTaskResult, listTasks, cancelTask.
 //   create     creates a slow_compute task and prints its id (for others).
+//   get ID     getTask of a task made by an earlier run.
 //   foreign ID getTask, getTaskResult, cancelTask of another principal's task
 //              must fail, and listTasks must not show it.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -114,6 +115,9 @@ if (scenario === 'tasks') {
 } else if (scenario === 'create') {
   const r = await client.request({ method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 60 }, task: {} } }, CreateTaskResultSchema);
   console.log(JSON.stringify({ taskId: r.task.taskId }));
+} else if (scenario === 'get') {
+  const got = await client.experimental.tasks.getTask(sargs[0]);
+  check('getTask of an earlier task', got.taskId === sargs[0] && typeof got.status === 'string', got);
 } else if (scenario === 'foreign') {
   const [id] = sargs;
   await rejects('getTask of a foreign task', client.experimental.tasks.getTask(id));
