@@ -78,7 +78,14 @@ func serve(t *testing.T, addr string, args ...string) string {
 // start runs a process for the length of the test.
 func start(t *testing.T, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(name, args...)
+	return startCmd(t, exec.Command(name, args...))
+}
+
+// startCmd starts cmd for the length of the test; its output is logged if
+// the test fails.
+func startCmd(t *testing.T, cmd *exec.Cmd) *exec.Cmd {
+	t.Helper()
+	name := cmd.Path
 	var logs bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
