@@ -101,6 +101,30 @@ func (c *Client) Protocol(ctx context.Context) (string, error) {
 	return ProtocolVersion, nil
 }
 
+// ServesTasks reports whether the server can make tool calls tasks: a
+// 2026-07-28 server that declares the Tasks extension in server/discover,
+// or a 2025-11-25 server that declares tasks.requests.tools.call.
+func (c *Client) ServesTasks(ctx context.Context) (bool, error) {
+	leg, err := c.protocol(ctx)
+	if err != nil {
+		return false, err
+	}
+	if leg != nil {
+		leg.mu.Lock()
+		defer leg.mu.Unlock()
+		return leg.tasks, nil
+	}
+	d, err := c.Discover(ctx)
+	if err != nil {
+		return false, err
+	}
+	if d.Capabilities == nil {
+		return false, nil
+	}
+	_, ok := d.Capabilities.Extensions[task.ExtensionID]
+	return ok, nil
+}
+
 // legacy is a session with a server of MCP 2025-11-25 or earlier: the
 // session id and version of initialize, whether the server serves tasks
 // of tools/call, and the execution.taskSupport of its tools.
