@@ -10,6 +10,7 @@
 //   tasks      callToolStream with a task and an elicitation answered through
 //              tasks/result; getTask, getTaskResult, listTasks, cancelTask.
 //   create     creates a slow_compute task and prints its id (for others).
+//   proxy      callToolStream through mcptasks proxy, question included.
 //   get ID     getTask of a task made by an earlier run.
 //   foreign ID getTask, getTaskResult, cancelTask of another principal's task
 //              must fail, and listTasks must not show it.
@@ -66,10 +67,10 @@ check('server declares tasks', caps?.tasks?.requests?.tools?.call && caps?.tasks
 check('server declares no extensions', caps?.extensions === undefined, caps?.extensions);
 const { tools } = await client.listTools();
 const byName = Object.fromEntries(tools.map(t => [t.name, t]));
-check('export_report is task-required', byName.export_report?.execution?.taskSupport === 'required', byName.export_report?.execution);
-check('greet is not a task tool', byName.greet?.execution === undefined, byName.greet?.execution);
 
 if (scenario === 'tasks') {
+  check('export_report is task-required', byName.export_report?.execution?.taskSupport === 'required', byName.export_report?.execution);
+  check('greet is not a task tool', byName.greet?.execution === undefined, byName.greet?.execution);
   // A task with a question: callToolStream polls tasks/get, sees
   // input_required, and calls tasks/result, whose stream carries the
   // elicitation/create that the handler above answers.
@@ -115,6 +116,18 @@ if (scenario === 'tasks') {
 } else if (scenario === 'create') {
   const r = await client.request({ method: 'tools/call', params: { name: 'slow_compute', arguments: { seconds: 60 }, task: {} } }, CreateTaskResultSchema);
   console.log(JSON.stringify({ taskId: r.task.taskId }));
+} else if (scenario === 'proxy') {
+  // Through mcptasks proxy to a 2026-07-28 upstream: the proxy's task
+  // follows the upstream's, and the upstream's question reaches this client.
+  let created, result, error;
+  for await (const m of client.experimental.tasks.callToolStream({ name: 'export_report', arguments: { rows: 4 } }, CallToolResultSchema, { task: {} })) {
+    if (m.type === 'taskCreated') created = m.task;
+    if (m.type === 'result') result = m.result;
+    if (m.type === 'error') error = m.error;
+  }
+  check('proxied task created', created?.status === 'working', created);
+  check('proxied question answered', asked.length === 1 && asked[0].message?.includes('Overwrite it with 4 rows?'), asked);
+  check('proxied result', !error && result?.content?.[0]?.text === 'Wrote 4 rows to report.csv', { result, error: error?.message });
 } else if (scenario === 'get') {
   const got = await client.experimental.tasks.getTask(sargs[0]);
   check('getTask of an earlier task', got.taskId === sargs[0] && typeof got.status === 'string', got);

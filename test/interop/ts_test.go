@@ -39,3 +39,15 @@ func TestTSClientStdio(t *testing.T) {
 	id := createdID(t, tsClient(t, append(serveArgs, "create")...))
 	wantChecks(t, tsClient(t, append(serveArgs, "get", id)...), "getTask of an earlier task")
 }
+
+// TestTSClientProxyStdio: a 2025-11-25 client in front of a 2026-07-28
+// upstream: the TypeScript client launches mcptasks proxy --stdio, whose
+// upstream is mcptasks serve over HTTP.
+func TestTSClientProxyStdio(t *testing.T) {
+	needNode(t)
+	upstream := serve(t, "127.0.0.1:19412")
+	store := "sqlite:" + filepath.Join(t.TempDir(), "proxy.db")
+	wantChecks(t, tsClient(t, "stdio", bin, "proxy", "--stdio", "--store", store, "--log-level", "warn",
+		"--upstream-header", "Authorization: Bearer "+tokens["alice"], "--upstream-url", upstream, "--", "proxy"),
+		"proxied task created", "proxied question answered", "proxied result")
+}

@@ -93,3 +93,43 @@ func TestCLIAgainstTSServer(t *testing.T) {
 		t.Errorf("call output:\n%s", out)
 	}
 }
+
+// TestCLIProxyToTSServer: a 2026-07-28 client in front of a 2025-11-25
+// upstream: mcptasks proxy follows the task of the TypeScript example
+// server; the question goes to mcptasks call, which exits 7 without a
+// terminal; mcptasks answer, another process, answers it through the
+// proxy, and mcptasks wait gets the upstream's result.
+func TestCLIProxyToTSServer(t *testing.T) {
+	upstream := tsServer(t, "19422")
+	start(t, bin, "proxy", "--listen", "127.0.0.1:19413", "--store", "sqlite:"+filepath.Join(t.TempDir(), "proxy.db"),
+		"--log-level", "warn", "--upstream-url", upstream)
+	waitHTTP(t, "http://127.0.0.1:19413/healthz")
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{args[0], "--journal", journal}, args[1:]...)...).Output()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != want {
+			t.Fatalf("mcptasks %v: exit %d, want %d\n%s", args, code, want, out)
+		}
+		return string(out)
+	}
+	out := run(7, "call", "--protocol", client.ProtocolVersion, "http://127.0.0.1:19413/mcp", "confirm_delete", "filename=z.txt")
+	if !strings.Contains(out, "Are you sure you want to delete 'z.txt'?") || !strings.Contains(out, `"upstream-1"`) {
+		t.Fatalf("call output:\n%s", out)
+	}
+	var ev struct {
+		TaskID string `json:"taskId"`
+	}
+	_ = json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &ev)
+	run(0, "answer", "--", ev.TaskID, "upstream-1", "confirm=true")
+	if out := run(0, "wait", "--", ev.TaskID); !strings.Contains(out, "Deleted 'z.txt'") {
+		t.Errorf("wait output:\n%s", out)
+	}
+}
