@@ -72,6 +72,8 @@ type serverConfig struct {
 	// replicas is the number of servers on the store (1 if zero); they
 	// share the session key, as replicas behind one endpoint do.
 	replicas int
+	// allowedOrigins is mcpserver.Options.AllowedOrigins.
+	allowedOrigins []string
 }
 
 // testSessionKey signs the 2025-11-25 session ids of every test server.
@@ -87,6 +89,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		DisableFastPath: cfg.noFastPath,
 		TracerProvider:  cfg.tracerProvider,
 		SessionKey:      testSessionKey,
+		AllowedOrigins:  cfg.allowedOrigins,
 	})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)
@@ -177,6 +180,10 @@ func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 		for _, v := range vs {
 			hr.Header.Add(k, v)
 		}
+	}
+	if h := hr.Header.Get("Host"); h != "" { // Go sends Request.Host, not a Host header
+		hr.Host = h
+		hr.Header.Del("Host")
 	}
 	if hr.Header.Get("Content-Type") == "" {
 		hr.Header.Set("Content-Type", "application/json")
@@ -372,16 +379,19 @@ type normalizer struct {
 	// Mcp-Session-Id that initialize returned last ($SESSION).
 	legacy  map[string]bool
 	session string
+	// origin is the server's own origin, http://127.0.0.1:PORT.
+	origin string
 }
 
 var taskRefRE = regexp.MustCompile(`\$TASK([0-9]+)`)
 
 var base64RE = regexp.MustCompile(`\$BASE64\(([^()]*)\)`)
 
-// expand replaces $TASKn, $BASE64(…) and the $META macros in transcript
-// text with the values they stand for.
+// expand replaces $TASKn, $BASE64(…), $ORIGIN and the $META macros in
+// transcript text with the values they stand for.
 func (n *normalizer) expand(s string) (string, error) {
 	var err error
+	s = strings.ReplaceAll(s, "$ORIGIN", n.origin)
 	s = taskRefRE.ReplaceAllStringFunc(s, func(m string) string {
 		i, _ := strconv.Atoi(m[len("$TASK"):])
 		if i < 1 || i > len(n.ids) {

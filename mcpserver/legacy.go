@@ -33,11 +33,6 @@ const (
 	methodList   = "tasks/list"
 )
 
-// CodeMethodNotFound is the JSON-RPC code of an unknown method, and the
-// 2025-11-25 code of a call whose task augmentation the tool does not
-// allow.
-const codeMethodNotFound = jsonrpc.CodeMethodNotFound
-
 // legacyMethods are the client-to-server requests of 2025-11-25 that go-sdk
 // serves; others get -32601.
 var legacyMethods = map[string]bool{
@@ -353,15 +348,22 @@ func isLegacyTask(r *task.Record) bool {
 	return !ext
 }
 
-// legacyGet returns the principal's task id if it is a 2025-11-25 task,
-// or the not-found error.
-func (s *Server) legacyGet(ctx context.Context, principal, id string) (*task.Record, error) {
+// eraTask returns the principal's task id if it was created in the era
+// asked for (2025-11-25 if legacy, else 2026-07-28), or the one not-found
+// error.
+func (s *Server) eraTask(ctx context.Context, principal, id string, legacy bool) (*task.Record, error) {
 	r, err := s.eng.Get(ctx, principal, id)
 	if err != nil {
 		return nil, s.taskError(methodGet, err)
 	}
-	if !isLegacyTask(r) {
+	if isLegacyTask(r) != legacy {
 		return nil, errTaskNotFound
 	}
 	return r, nil
+}
+
+// legacyGet returns the principal's 2025-11-25 task id, or the not-found
+// error.
+func (s *Server) legacyGet(ctx context.Context, principal, id string) (*task.Record, error) {
+	return s.eraTask(ctx, principal, id, true)
 }

@@ -152,7 +152,7 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 		}
 	}
 	cs := startReplicas(t, cfg)
-	r := &replay{t: t, path: path, files: a.files, c: cs[0], replicas: cs, n: &normalizer{}, sseAsJSON: sdkPath,
+	r := &replay{t: t, path: path, files: a.files, c: cs[0], replicas: cs, n: &normalizer{origin: cs[0].base}, sseAsJSON: sdkPath,
 		snapshots: map[string]string{}, bugs: map[string][]string{}}
 	for r.i = 0; r.i < len(r.files); r.i++ {
 		f := r.files[r.i]
@@ -382,6 +382,8 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 				return err
 			}
 			cfg.maxBodyBytes = n
+		case "allowed-origins":
+			cfg.allowedOrigins = strings.Fields(v)
 		default:
 			return fmt.Errorf("unknown key %q", k)
 		}

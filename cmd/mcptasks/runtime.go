@@ -91,6 +91,7 @@ type runtime struct {
 type runtimeOptions struct {
 	maxBody         int64         // request body bound of the MCP endpoint (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
+	allowedOrigins  []string      // browser origins besides the server's own (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
 	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
@@ -135,6 +136,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		MaxBodyBytes:    o.maxBody,
 		MinPollInterval: o.minPollInterval,
 		SessionKey:      o.sessionKey,
+		AllowedOrigins:  o.allowedOrigins,
 		Logger:          log,
 		TracerProvider:  tracing,
 	})

@@ -28,6 +28,7 @@ type serveFlags struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	minPollInterval   time.Duration
+	allowedOrigins    []string
 	pprofListen       string
 	stdio             bool
 	sessionKeyFile    string
@@ -66,6 +67,7 @@ process once their lease expires.`,
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
 	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -77,6 +79,11 @@ func serve(ctx context.Context, f *serveFlags) error {
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
+	}
+	for _, o := range f.allowedOrigins {
+		if err := mcpserver.CheckOrigin(o); err != nil {
+			return fmt.Errorf("--allowed-origins: %w", err)
 		}
 	}
 	var tokens mcpserver.Tokens
@@ -95,7 +102,8 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	ro := runtimeOptions{maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools, sessionKey: sessionKey}
+	ro := runtimeOptions{maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
+		tools: f.tools, sessionKey: sessionKey}
 	if f.stdio {
 		if tokens != nil {
 			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
