@@ -45,7 +45,9 @@ func TestGoClientAgainstTSServer(t *testing.T) {
 		case client.MethodElicit:
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
 		case client.MethodCreateMessage:
-			return &mcp.CreateMessageResult{Role: "assistant", Model: "interop", Content: &mcp.TextContent{Text: "an old pond"}}, nil
+			// A sampling result, written out: go-sdk's type for it is
+			// deprecated with sampling in 2026-07-28.
+			return map[string]any{"role": "assistant", "model": "interop", "content": map[string]any{"type": "text", "text": "an old pond"}}, nil
 		}
 		return nil, errors.New("unexpected request " + req.Method)
 	})})
