@@ -234,19 +234,9 @@ func isStatus(err error, status int) bool {
 // post POSTs a message that gets no response (a notification, or the
 // client's response to a request of the server).
 func (l *legacy) post(ctx context.Context, c *Client, method string, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	resp, err := c.roundTripHTTP(ctx, method, body, l.headers())
 	if err != nil {
-		return &TransportError{Method: method, URL: c.url, Err: err}
-	}
-	req.Header = l.headers()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return &TransportError{Method: method, URL: c.url, Err: err}
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -265,16 +255,7 @@ func (l *legacy) listen(ctx context.Context, c *Client, ready chan<- struct{}, o
 			close(ready)
 		}
 	}()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
-	if err != nil {
-		return
-	}
-	req.Header = l.headers()
-	req.Header.Set("Accept", "text/event-stream")
-	if c.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.roundTripHTTP(ctx, "GET stream", nil, l.headers())
 	if err != nil {
 		return
 	}

@@ -121,21 +121,9 @@ func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
 // reply and the reply's headers. Requests the server sends on an SSE
 // reply go to onRequest (nil: ignored).
 func (c *Client) exchange(ctx context.Context, method string, id int64, body []byte, h http.Header, onRequest func(*message)) (json.RawMessage, http.Header, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	resp, err := c.roundTripHTTP(ctx, method, body, h)
 	if err != nil {
-		return nil, nil, &TransportError{Method: method, URL: c.url, Err: err}
-	}
-	for name, vs := range h {
-		req.Header[name] = vs
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if c.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, nil, &TransportError{Method: method, URL: c.url, Err: err}
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	msg, err := c.readReply(resp, id, method, onRequest)
@@ -178,6 +166,38 @@ func (c *Client) encodeRequest(id int64, k *call) ([]byte, error) {
 		Method  string                     `json:"method"`
 		Params  map[string]json.RawMessage `json:"params"`
 	}{"2.0", id, k.method, params})
+}
+
+// roundTripHTTP sends one HTTP request to the endpoint: a POST of body, or
+// a GET of an SSE stream if body is nil, with the headers h, the media
+// types and the token. method names the JSON-RPC method in errors.
+func (c *Client) roundTripHTTP(ctx context.Context, method string, body []byte, h http.Header) (*http.Response, error) {
+	verb, accept := http.MethodPost, "application/json, text/event-stream"
+	var rd io.Reader
+	if body == nil {
+		verb, accept = http.MethodGet, "text/event-stream"
+	} else {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, verb, c.url, rd)
+	if err != nil {
+		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+	}
+	for name, vs := range h {
+		req.Header[name] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+	}
+	return resp, nil
 }
 
 // readReply returns the response to request id from resp: the JSON body,

@@ -66,24 +66,20 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 		writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
 		return
 	}
-	switch m.Method {
-	case methodGet:
-		r, err := s.legacyGet(ctx, lr.principal, id)
-		if err != nil {
-			writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
-			return
-		}
-		writeJSON(lr.w, http.StatusOK, m.ID, "result", r.Legacy())
-	case methodCancel:
-		r, err := s.legacyCancel(ctx, lr.principal, id)
-		if err != nil {
-			writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
-			return
-		}
-		writeJSON(lr.w, http.StatusOK, m.ID, "result", r.Legacy())
-	case methodResult:
+	if m.Method == methodResult {
 		s.legacyResult(lr, id)
+		return
 	}
+	get := s.legacyGet
+	if m.Method == methodCancel {
+		get = s.legacyCancel
+	}
+	r, err := get(ctx, lr.principal, id)
+	if err != nil {
+		writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
+		return
+	}
+	writeJSON(lr.w, http.StatusOK, m.ID, "result", r.Legacy())
 }
 
 // legacyCancel cancels the principal's task before it returns, as

@@ -154,14 +154,12 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 	}()
 	<-rw.started
 	defer pr.Close()
-	if initialize {
-		defer func() {
-			if sid := rw.header.Get("Mcp-Session-Id"); sid != "" {
-				b.mu.Lock()
-				b.session = sid
-				b.mu.Unlock()
-			}
-		}()
+	if sid := rw.header.Get("Mcp-Session-Id"); initialize && sid != "" {
+		// Before the reply is written: the client's next request may
+		// follow it at once.
+		b.mu.Lock()
+		b.session = sid
+		b.mu.Unlock()
 	}
 	mt, _, _ := mime.ParseMediaType(rw.header.Get("Content-Type"))
 	switch mt {
