@@ -1,6 +1,8 @@
 // Package mcpserver serves task-backed tools over MCP 2026-07-28 on top of
 // go-sdk: it decides per call whether a tools/call becomes a task, answers
 // tasks/get, tasks/update and tasks/cancel, and guards their HTTP headers.
+// It serves the experimental tasks of MCP 2025-11-25 on the same engine
+// (legacy*.go), and both over stdio (ServeStdio).
 package mcpserver
 
 import (

@@ -42,8 +42,10 @@ func newServeCmdWith(f *serveFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve task-backed MCP tools over Streamable HTTP",
-		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp and runs the
-tools' tasks on a pool of workers. It serves the conformance fixtures, the
+		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp (or, with
+--stdio, on stdin and stdout) and runs the tools' tasks on a pool of workers.
+Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
+version's experimental tasks, on the same store. It serves the conformance fixtures, the
 export_report demo tool and, with --tools, the command tools of a tools.yaml
 file (see examples/tools.yaml). /healthz says the process is up; /readyz says
 whether the store answers (HTTP 503 when not); /metrics serves Prometheus
