@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -33,18 +32,20 @@ const (
 	methodList   = "tasks/list"
 )
 
-// legacyMethods are the client-to-server requests of 2025-11-25 that go-sdk
-// serves; others get -32601.
-var legacyMethods = map[string]bool{
-	"ping": true, "tools/list": true, "tools/call": true,
-	"prompts/list": true, "prompts/get": true,
-	"resources/list": true, "resources/templates/list": true, "resources/read": true,
-	"resources/subscribe": true, "resources/unsubscribe": true,
-	"completion/complete": true, "logging/setLevel": true,
+// sdkLegacyMethod reports whether method is a client-to-server request of
+// 2025-11-25 that go-sdk serves; the others get -32601.
+func sdkLegacyMethod(method string) bool {
+	switch method {
+	case "ping", "tools/list", "tools/call", "prompts/list", "prompts/get",
+		"resources/list", "resources/templates/list", "resources/read",
+		"resources/subscribe", "resources/unsubscribe", "completion/complete", "logging/setLevel":
+		return true
+	}
+	return false
 }
 
 // legacyTasksCapability is the server capability of 2025-11-25 tasks.
-var legacyTasksCapability = json.RawMessage(`{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`)
+const legacyTasksCapability = `{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`
 
 // legacyMessage is a JSON-RPC message of a 2025-11-25 client: a request, a
 // notification, or the response to one of the server's input requests.
@@ -85,22 +86,21 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 	if v == "" && !isLegacyInitialize(&m) {
 		return false
 	}
-	extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.opts.Principal(extra)}
+	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r)}
 	if m.Method == "initialize" {
 		s.legacyInitialize(lr, body, next)
 		return true
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid == "" {
-		writeError(w, http.StatusBadRequest, m.ID, -32600, "Bad Request: Mcp-Session-Id header is required; send initialize first")
+		writeError(w, http.StatusBadRequest, m.ID, codeInvalidRequest, "Bad Request: Mcp-Session-Id header is required; send initialize first")
 		return true
 	}
 	ls, err := decodeSession(s.sessionKey, sid, lr.principal)
 	if err != nil {
 		// The transport's answer for an unknown session: the client
 		// initializes again.
-		writeError(w, http.StatusNotFound, m.ID, -32600, "Session not found: initialize again")
+		writeError(w, http.StatusNotFound, m.ID, codeInvalidRequest, "Session not found: initialize again")
 		return true
 	}
 	lr.session = ls
@@ -121,7 +121,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		s.legacyTaskMethod(lr)
 		return true
 	}
-	if legacyMethods[m.Method] {
+	if sdkLegacyMethod(m.Method) {
 		return false
 	}
 	writeError(w, http.StatusOK, m.ID, codeMethodNotFound, "Method not found: "+m.Method)
@@ -166,7 +166,7 @@ func (s *Server) legacyInitialize(lr *legacyRequest, body []byte, next http.Hand
 		c := map[string]json.RawMessage{}
 		_ = json.Unmarshal(res["capabilities"], &c)
 		delete(c, "extensions")
-		c["tasks"] = legacyTasksCapability
+		c["tasks"] = json.RawMessage(legacyTasksCapability)
 		res["capabilities"], _ = json.Marshal(c)
 		lr.w.Header().Set("Mcp-Session-Id", sid)
 		return true
@@ -317,7 +317,7 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 			writeJSON(lr.w, http.StatusOK, lr.msg.ID, "error", err)
 			return true
 		case round != nil:
-			writeError(lr.w, http.StatusOK, lr.msg.ID, -32600,
+			writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidRequest,
 				"Tool "+p.Name+" asks for input before its task starts, which 2025-11-25 cannot carry; call it with a 2026-07-28 client")
 			return true
 		}

@@ -211,7 +211,7 @@ func (s *Server) legacyAnswer(lr *legacyRequest) {
 	m := lr.msg
 	id, key, ok := parseInputRequestID(m.ID)
 	if !ok {
-		writeError(lr.w, http.StatusBadRequest, nil, -32600, "Invalid request: a response to a request this server did not send")
+		writeError(lr.w, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid request: a response to a request this server did not send")
 		return
 	}
 	ctx := lr.r.Context()

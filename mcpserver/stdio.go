@@ -187,7 +187,7 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 		if id == nil || rw.status < 300 {
 			return // an accepted notification or response
 		}
-		e, _ := json.Marshal(map[string]any{"code": -32600, "message": strings.TrimSpace(string(body))})
+		e, _ := json.Marshal(map[string]any{"code": codeInvalidRequest, "message": strings.TrimSpace(string(body))})
 		msg, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "error": e})
 		b.write(msg)
 	}
