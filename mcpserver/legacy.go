@@ -338,14 +338,7 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 // extensions (their session drops them), so the declaration tells the
 // eras apart without a column of its own.
 func isLegacyTask(r *task.Record) bool {
-	var c struct {
-		Extensions map[string]json.RawMessage `json:"extensions"`
-	}
-	if json.Unmarshal(r.ClientCapabilities, &c) != nil {
-		return true
-	}
-	_, ext := c.Extensions[task.ExtensionID]
-	return !ext
+	return !DeclaresTasks(task.ProtocolVersion, r.ClientCapabilities)
 }
 
 // eraTask returns the principal's task id if it was created in the era
