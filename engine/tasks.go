@@ -35,7 +35,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	}
 	now := e.now()
 	r := &task.Record{
-		ID:                 task.NewID(),
+		ID:                 task.NewIDAt(now), // the id carries CreatedAt: task.IDTimeRange
 		Principal:          p.Principal,
 		Tool:               p.Tool,
 		Args:               p.Args,

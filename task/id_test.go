@@ -52,3 +52,35 @@ func TestValidID(t *testing.T) {
 		}
 	}
 }
+
+func TestIDTimeRange(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, time.July, 28, 10, 30, 0, 123_000_000, time.UTC)
+	id := NewIDAt(at)
+	for n := 1; n <= len(id); n++ {
+		from, to, ok := IDTimeRange(id[:n])
+		if !ok {
+			t.Fatalf("IDTimeRange(%q) = not ok", id[:n])
+		}
+		if at.Before(from) || !at.Before(to) {
+			t.Errorf("IDTimeRange(%q) = [%v, %v), which leaves out %v", id[:n], from, to, at)
+		}
+		if n >= 8 && to.Sub(from) != time.Millisecond {
+			t.Errorf("IDTimeRange(%q) spans %v, want one millisecond", id[:n], to.Sub(from))
+		}
+		if n < 8 {
+			if want := time.Duration(1<<(48-6*n)) * time.Millisecond; to.Sub(from) != want {
+				t.Errorf("IDTimeRange(%q) spans %v, want %v", id[:n], to.Sub(from), want)
+			}
+		}
+	}
+	other := NewIDAt(at.Add(time.Millisecond))
+	if from, _, _ := IDTimeRange(other); !from.Equal(at.Add(time.Millisecond)) {
+		t.Errorf("IDTimeRange of an id made a millisecond later starts at %v", from)
+	}
+	for _, bad := range []string{"", "AZ+", "AZ="} {
+		if _, _, ok := IDTimeRange(bad); ok {
+			t.Errorf("IDTimeRange(%q) = ok, want not", bad)
+		}
+	}
+}

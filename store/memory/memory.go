@@ -193,3 +193,88 @@ func (s *Store) CountActive(_ context.Context, now time.Time) (store.ActiveCount
 	}
 	return c, nil
 }
+
+var _ store.Lister = (*Store)(nil)
+
+// List implements [store.Lister]. It sorts every task at each call: the
+// memory store is for tests and small servers. The tasks it examines are
+// those in the page's range, whatever their filters.
+func (s *Store) List(_ context.Context, p store.ListParams) (*store.ListPage, error) {
+	q, err := p.Query()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	var rs []*task.Record
+	for _, r := range s.tasks {
+		if q.InRange(r) {
+			rs = append(rs, r)
+		}
+	}
+	slices.SortFunc(rs, func(a, b *task.Record) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), cmp.Compare(b.ID, a.ID))
+	})
+	page := &store.ListPage{}
+	for i, r := range rs {
+		if i == q.ScanLimit {
+			last := rs[i-1]
+			page.Next = q.Cursor(last.CreatedAt, last.ID)
+			break
+		}
+		if !q.Matches(r) {
+			continue
+		}
+		if len(page.Tasks) == q.Limit {
+			last := page.Tasks[len(page.Tasks)-1]
+			page.Next = q.Cursor(last.CreatedAt, last.ID)
+			break
+		}
+		page.Tasks = append(page.Tasks, r.Clone())
+	}
+	s.mu.Unlock()
+	return page, nil
+}
+
+// CountTasks implements [store.Lister].
+func (s *Store) CountTasks(_ context.Context, p store.CountParams) (store.TaskCounts, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := store.TaskCounts{}
+	for _, r := range s.tasks {
+		if p.Counted(r) {
+			c.Add(r.Tool, r.Status, 1)
+		}
+	}
+	return c, nil
+}
+
+// Throughput implements [store.Lister].
+func (s *Store) Throughput(_ context.Context, p store.ThroughputParams) ([]store.MinuteCount, error) {
+	ms, err := store.NewMinutes(p)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.tasks {
+		ms.Add(r.CreatedAt, 1, 0)
+		if r.Status.Terminal() {
+			ms.Add(r.UpdatedAt, 0, 1)
+		}
+	}
+	return ms, nil
+}
+
+// Queue implements [store.Lister].
+func (s *Store) Queue(_ context.Context, now time.Time) (*store.QueueCounts, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := &store.QueueCounts{}
+	for _, r := range s.tasks {
+		q.Add(r, now)
+	}
+	return q, nil
+}

@@ -87,6 +87,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Cancel", func(t *testing.T) { testCancel(t, f) })
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
 	t.Run("Count", func(t *testing.T) { testCount(t, f) })
+	t.Run("List", func(t *testing.T) { testList(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
