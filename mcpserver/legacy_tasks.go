@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -235,7 +238,46 @@ func (s *Server) legacyAnswer(lr *legacyRequest) {
 	lr.w.WriteHeader(http.StatusAccepted)
 }
 
-// legacyList serves tasks/list.
+// legacyListLimit is the most tasks of one tasks/list page.
+const legacyListLimit = store.DefaultListLimit
+
+// legacyListResult is the result of tasks/list.
+type legacyListResult struct {
+	Tasks      []task.LegacyTask `json:"tasks"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+}
+
+// legacyList serves tasks/list: a page of the caller's 2025-11-25 tasks,
+// newest first, through the store's list. A page may be short, even
+// empty, and still have a nextCursor (the store examines a bounded number
+// of tasks per call, and the other era's tasks are left out); following
+// nextCursor lists every task once.
 func (s *Server) legacyList(lr *legacyRequest) {
-	writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound, "Method not found: tasks/list")
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if len(lr.msg.Params) > 0 && decodeJSON(lr.msg.Params, &p) != nil {
+		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, "params.cursor must be a string")
+		return
+	}
+	lp := engine.ListParams{Principal: lr.principal, Limit: legacyListLimit}
+	if p.Cursor != nil {
+		lp.Cursor = *p.Cursor
+	}
+	page, err := s.eng.List(lr.r.Context(), lp)
+	switch {
+	case errors.Is(err, store.ErrBadCursor):
+		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, "Failed to list tasks: Invalid cursor")
+		return
+	case err != nil:
+		writeJSON(lr.w, http.StatusOK, lr.msg.ID, "error", s.taskError(methodList, err))
+		return
+	}
+	res := legacyListResult{Tasks: []task.LegacyTask{}, NextCursor: page.Next}
+	for _, r := range page.Tasks {
+		if isLegacyTask(r) {
+			res.Tasks = append(res.Tasks, r.Legacy())
+		}
+	}
+	writeJSON(lr.w, http.StatusOK, lr.msg.ID, "result", res)
 }
