@@ -341,13 +341,13 @@ func isLegacyTask(r *task.Record) bool {
 	return !DeclaresTasks(task.ProtocolVersion, r.ClientCapabilities)
 }
 
-// eraTask returns the principal's task id if it was created in the era
-// asked for (2025-11-25 if legacy, else 2026-07-28), or the one not-found
-// error.
-func (s *Server) eraTask(ctx context.Context, principal, id string, legacy bool) (*task.Record, error) {
+// eraTask returns the principal's task id for a request of method if it
+// was created in the era asked for (2025-11-25 if legacy, else
+// 2026-07-28), or the one not-found error.
+func (s *Server) eraTask(ctx context.Context, method, principal, id string, legacy bool) (*task.Record, error) {
 	r, err := s.eng.Get(ctx, principal, id)
 	if err != nil {
-		return nil, s.taskError(methodGet, err)
+		return nil, s.taskError(method, err)
 	}
 	if isLegacyTask(r) != legacy {
 		return nil, errTaskNotFound
@@ -358,5 +358,5 @@ func (s *Server) eraTask(ctx context.Context, principal, id string, legacy bool)
 // legacyGet returns the principal's 2025-11-25 task id, or the not-found
 // error.
 func (s *Server) legacyGet(ctx context.Context, principal, id string) (*task.Record, error) {
-	return s.eraTask(ctx, principal, id, true)
+	return s.eraTask(ctx, methodGet, principal, id, true)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -36,10 +37,14 @@ type legacySession struct {
 // or issued to another principal.
 var errBadSession = errors.New("session not found")
 
-// sessionKey returns the key of opts, or a random one.
+// sessionKey returns Options.SessionKey, or a random key if it is nil. A
+// key shorter than SessionKeySize is a programmer's error.
 func sessionKey(key []byte) []byte {
-	if len(key) > 0 {
+	if len(key) >= SessionKeySize {
 		return key
+	}
+	if key != nil {
+		panic(fmt.Sprintf("mcpserver: Options.SessionKey has %d bytes; it needs at least %d (SessionKeySize), or nil for a random key", len(key), SessionKeySize))
 	}
 	k := make([]byte, SessionKeySize)
 	_, _ = rand.Read(k) // crypto/rand.Read never fails (Go 1.24+).

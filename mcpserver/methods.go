@@ -81,7 +81,7 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		return nil, err
 	}
 	// A task is served to the era that created it (design/eras.md).
-	r, err := s.eraTask(ctx, c.principal, id, false)
+	r, err := s.eraTask(ctx, c.method, c.principal, id, false)
 	if err != nil {
 		return nil, err
 	}
