@@ -74,29 +74,71 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 	bindings := c.tools[name]
 	c.mu.Unlock()
 	k.extra = paramHeaderValues(bindings, argsJSON)
-
-	raw, rt, err := c.roundTrip(ctx, k, name)
+	leg, known, err := c.knownProtocol(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if rt == resultTask {
+	var (
+		raw json.RawMessage
+		rt  string
+	)
+	if leg == nil {
+		// Sent as 2026-07-28 until the server says otherwise: a server
+		// that speaks an earlier protocol gets the call again in it,
+		// asking for a task if the tool allows one.
+		k.noSwitch = !known
+		raw, rt, err = c.roundTrip(ctx, k, name)
+		var te *TransportError
+		if err != nil && !known && !errors.As(err, &te) && ctx.Err() == nil {
+			if leg, _ = c.protocol(ctx); leg == nil {
+				return nil, err
+			}
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if leg != nil {
+		k.noSwitch = false
+		if support, err := leg.taskSupport(ctx, c, name); err != nil {
+			return nil, err
+		} else if support == "optional" || support == "required" {
+			k.params["task"] = json.RawMessage(`{}`)
+		}
+		if raw, rt, err = c.roundTrip(ctx, k, name); err != nil {
+			return nil, err
+		}
+	}
+	var st *TaskStatus
+	switch {
+	case rt == resultTask:
 		var cr task.CreateResult
 		if err := json.Unmarshal(raw, &cr); err != nil || cr.TaskID == "" {
 			return nil, invalidResult(k.method, "a task result without a taskId: %s", snippet(raw))
 		}
-		st := statusFromInfo(&cr.Info)
-		t := c.newTask(cr.TaskID, name, st)
+		st = statusFromInfo(&cr.Info)
+	case leg != nil && k.params["task"] != nil:
+		var cr task.LegacyCreateResult
+		if err := json.Unmarshal(raw, &cr); err != nil || cr.Task.TaskID == "" {
+			return nil, invalidResult(k.method, "a CreateTaskResult without task.taskId: %s", snippet(raw))
+		}
+		st = statusFromLegacy(&cr.Task)
+	}
+	if st != nil {
+		t := c.newTask(st.TaskID, name, st)
 		entry := &Entry{
-			TaskID: cr.TaskID, ServerURL: c.url, Tool: name, Args: argsJSON, ArgsDigest: digest(argsJSON),
+			TaskID: st.TaskID, ServerURL: c.url, Tool: name, Args: argsJSON, ArgsDigest: digest(argsJSON),
 			Status: st.Status, StatusMessage: st.StatusMessage, CreatedAt: st.CreatedAt, SeenAt: st.seenAt,
+		}
+		if leg != nil {
+			entry.Protocol = LegacyProtocolVersion
 		}
 		t.entry = entry
 		if c.opts.Journal != nil {
 			if err := c.opts.Journal.Save(ctx, *entry); err != nil {
-				return &CallResult{Task: t}, fmt.Errorf("tools/call %s: task %s: %w: %w", name, cr.TaskID, ErrJournal, err)
+				return &CallResult{Task: t}, fmt.Errorf("tools/call %s: task %s: %w: %w", name, st.TaskID, ErrJournal, err)
 			}
 		}
-		c.log.Debug("task created", "task", cr.TaskID, "tool", name)
+		c.log.Debug("task created", "task", st.TaskID, "tool", name)
 		return &CallResult{Task: t}, nil
 	}
 	var res mcp.CallToolResult

@@ -1,5 +1,7 @@
 // Package client is a Go requester for MCP 2026-07-28 servers over
-// Streamable HTTP that handles task results (the Tasks extension).
+// Streamable HTTP that handles task results (the Tasks extension). It also
+// speaks the experimental tasks of MCP 2025-11-25 to the servers that have
+// only those (see [Options.ProtocolVersion]), behind the same API.
 //
 // Every request is a stateless POST that carries its own _meta (protocol
 // version, client capabilities, client info) and the routing headers
@@ -112,6 +114,13 @@ type Options struct {
 	// (DefaultCreateRetries if zero, none if negative). The pauses
 	// between tries double from 250 ms, up to 4 s.
 	CreateRetries int
+	// ProtocolVersion is the MCP revision to speak: ProtocolVersion
+	// (2026-07-28, the Tasks extension), LegacyProtocolVersion
+	// (2025-11-25, the experimental tasks of the TypeScript SDK v1 and
+	// mcp-go: a session opened with initialize, params.task, tasks/get
+	// and tasks/result), or "" to find out with the first request:
+	// server/discover, and 2025-11-25 if the server does not answer it.
+	ProtocolVersion string
 }
 
 // Client sends requests to one MCP endpoint. It is safe for concurrent use.
@@ -133,6 +142,10 @@ type Client struct {
 	// noTasks omits the Tasks extension from the declared capabilities
 	// (tests of servers' -32021 replies).
 	noTasks bool
+
+	protoMu    sync.Mutex
+	protoKnown bool    // the protocol has been decided
+	leg        *legacy // the 2025-11-25 session; nil for 2026-07-28
 }
 
 // New returns a client of the MCP endpoint at url.

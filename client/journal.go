@@ -35,6 +35,10 @@ type Entry struct {
 	// AnsweredKeys are the input keys whose answers were delivered, so
 	// that a resumed wait does not ask them again.
 	AnsweredKeys []string `json:"answeredKeys,omitempty"`
+	// Protocol is the MCP revision the task was created in, when it is
+	// not 2026-07-28: LegacyProtocolVersion. A task is served in the
+	// revision that created it (Options.ProtocolVersion).
+	Protocol string `json:"protocol,omitempty"`
 }
 
 // Journal records the tasks a client created, so that a program can find

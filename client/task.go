@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -76,7 +77,10 @@ type Task struct {
 	last    *TaskStatus
 	answers map[string]json.RawMessage // responses the InputHandler gave, by key
 	sent    map[string]bool            // keys whose answers tasks/update delivered
-	fails   int                        // transient polling failures in a row
+	// inputIDs are the JSON-RPC ids of the requests a 2025-11-25 server
+	// sent for the task, by input key.
+	inputIDs map[string]json.RawMessage
+	fails    int // transient polling failures in a row
 
 	inputMu sync.Mutex // one input round at a time, so each key is asked once
 
@@ -87,7 +91,7 @@ type Task struct {
 
 func (c *Client) newTask(id, tool string, last *TaskStatus) *Task {
 	return &Task{ID: id, ServerURL: c.url, Tool: tool, c: c, last: last,
-		answers: map[string]json.RawMessage{}, sent: map[string]bool{}}
+		answers: map[string]json.RawMessage{}, sent: map[string]bool{}, inputIDs: map[string]json.RawMessage{}}
 }
 
 // Task returns a handle on the task id of this client's server, such as
@@ -133,6 +137,25 @@ func (t *Task) Last() *TaskStatus {
 // does not exist, expired or belongs to someone else gives an error
 // matching [ErrInvalidParams].
 func (t *Task) Get(ctx context.Context) (*TaskStatus, error) {
+	st, err := t.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.last = st
+	t.mu.Unlock()
+	t.record(ctx, st, nil)
+	return st, nil
+}
+
+// get reads the task's status, in the server's protocol.
+func (t *Task) get(ctx context.Context) (*TaskStatus, error) {
+	if leg, err := t.c.protocol(ctx); err != nil || leg != nil {
+		if err != nil {
+			return nil, err
+		}
+		return t.legacyGet(ctx, leg)
+	}
 	k, err := newCall("tasks/get", map[string]string{"taskId": t.ID})
 	if err != nil {
 		return nil, err
@@ -174,16 +197,14 @@ func (t *Task) Get(ctx context.Context) (*TaskStatus, error) {
 			st.Error = &Error{Code: d.Error.Code, Message: d.Error.Message, Data: d.Error.Data}
 		}
 	}
-	t.mu.Lock()
-	t.last = st
-	t.mu.Unlock()
-	t.record(ctx, st, nil)
 	return st, nil
 }
 
 // Update sends tasks/update with responses, by input key: values that
 // marshal to JSON objects, such as *mcp.ElicitResult. Keys answered here
-// are not passed to the InputHandler by a later Wait.
+// are not passed to the InputHandler by a later Wait. To a 2025-11-25
+// server each response goes as the client's answer to the server's
+// request of that key.
 func (t *Task) Update(ctx context.Context, responses map[string]any) error {
 	enc := make(map[string]json.RawMessage, len(responses))
 	for k, v := range responses {
@@ -197,15 +218,23 @@ func (t *Task) Update(ctx context.Context, responses map[string]any) error {
 }
 
 func (t *Task) update(ctx context.Context, responses map[string]json.RawMessage) error {
-	k, err := newCall("tasks/update", map[string]any{"taskId": t.ID, "inputResponses": responses})
-	if err != nil {
+	leg, err := t.c.protocol(ctx)
+	switch {
+	case err != nil:
 		return err
+	case leg != nil:
+		err = t.legacyUpdate(ctx, leg, responses)
+	default:
+		var k *call
+		if k, err = newCall("tasks/update", map[string]any{"taskId": t.ID, "inputResponses": responses}); err != nil {
+			return err
+		}
+		var raw json.RawMessage
+		if raw, err = t.c.do(ctx, k); err == nil {
+			err = completeResult(k.method, raw, &struct{}{})
+		}
 	}
-	raw, err := t.c.do(ctx, k)
 	if err != nil {
-		return err
-	}
-	if err := completeResult(k.method, raw, &struct{}{}); err != nil {
 		return err
 	}
 	keys := sortedKeys(responses)
@@ -220,13 +249,24 @@ func (t *Task) update(ctx context.Context, responses map[string]json.RawMessage)
 }
 
 // Cancel sends tasks/cancel. Cancellation is cooperative: the task may
-// still complete or fail; Wait reports how it ended.
+// still complete or fail; Wait reports how it ended. Cancelling a task that
+// has ended is not an error.
 func (t *Task) Cancel(ctx context.Context) error {
 	k, err := newCall("tasks/cancel", map[string]string{"taskId": t.ID})
 	if err != nil {
 		return err
 	}
 	raw, err := t.c.do(ctx, k)
+	if leg, _, _ := t.c.knownProtocol(ctx); leg != nil {
+		// 2025-11-25 answers with the task, cancelled, and refuses a task
+		// that has ended; the extension acknowledges both.
+		if errors.Is(err, ErrInvalidParams) {
+			if st, gerr := t.legacyGet(ctx, leg); gerr == nil && st.Terminal() {
+				return nil
+			}
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}

@@ -43,11 +43,45 @@ type call struct {
 	// keyed says that params._meta carries an idempotency key: a request
 	// whose outcome is unknown may be sent again (see doKeyed).
 	keyed bool
+	// noSwitch returns the error of a first request that failed instead
+	// of finding out the protocol and sending it again (the caller does).
+	noSwitch bool
 }
 
-// do sends one request and returns its result JSON. A -32022 reply whose
-// supported versions include ours is retried once with a new id.
+// do sends one request and returns its result JSON, in the protocol the
+// server speaks (see Options.ProtocolVersion). Until that is known, the
+// request goes as 2026-07-28; if it fails, the protocol is found out and,
+// if it is another, the request is sent again in it.
 func (c *Client) do(ctx context.Context, k *call) (json.RawMessage, error) {
+	leg, known, err := c.knownProtocol(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if leg != nil {
+		return leg.do(ctx, c, k, nil)
+	}
+	res, err := c.send2026(ctx, k)
+	if known || err == nil {
+		if !known {
+			c.setProtocol(nil)
+		}
+		return res, err
+	}
+	// The first request failed: if the server does not speak 2026-07-28,
+	// send it again in the protocol it speaks.
+	var te *TransportError
+	if errors.As(err, &te) || ctx.Err() != nil || k.noSwitch {
+		return nil, err
+	}
+	if leg, perr := c.protocol(ctx); perr == nil && leg != nil {
+		return leg.do(ctx, c, k, nil)
+	}
+	return nil, err
+}
+
+// send2026 is send, retried once after a -32022 reply whose supported
+// versions include ours.
+func (c *Client) send2026(ctx context.Context, k *call) (json.RawMessage, error) {
 	res, err := c.send(ctx, k)
 	var re *Error
 	if errors.As(err, &re) && re.Code == CodeUnsupportedVersion {
@@ -61,20 +95,15 @@ func (c *Client) do(ctx context.Context, k *call) (json.RawMessage, error) {
 	return res, err
 }
 
-// send POSTs one request with a fresh id and reads the reply, JSON or SSE.
+// send POSTs one 2026-07-28 request with a fresh id and reads the reply,
+// JSON or SSE.
 func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
 	body, err := c.encodeRequest(id, k)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, &TransportError{Method: k.method, URL: c.url, Err: err}
-	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
+	h := http.Header{}
 	h.Set(headerProtocolVersion, ProtocolVersion)
 	h.Set(headerMethod, EncodeHeaderValue(k.method))
 	if f := nameParam(k.method); f != "" {
@@ -86,25 +115,31 @@ func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
 	for name, v := range k.extra {
 		h.Set(name, v)
 	}
-	if c.opts.Token != "" {
-		h.Set("Authorization", "Bearer "+c.opts.Token)
-	}
-	resp, err := c.http.Do(req)
+	res, _, err := c.exchange(ctx, k.method, id, body, h, nil)
+	return res, err
+}
+
+// exchange POSTs the request body with id and the headers h (to which it
+// adds the media types and the token), and returns the result of its
+// reply and the reply's headers. Requests the server sends on an SSE
+// reply go to onRequest (nil: ignored).
+func (c *Client) exchange(ctx context.Context, method string, id int64, body []byte, h http.Header, onRequest func(*message)) (json.RawMessage, http.Header, error) {
+	resp, err := c.roundTripHTTP(ctx, method, body, h)
 	if err != nil {
-		return nil, &TransportError{Method: k.method, URL: c.url, Err: err}
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	msg, err := c.readReply(resp, id, k.method)
+	msg, err := c.readReply(resp, id, method, onRequest)
 	if err != nil {
-		return nil, err
+		return nil, resp.Header, err
 	}
 	if msg.Error != nil {
-		return nil, &Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data, HTTPStatus: resp.StatusCode, Method: k.method}
+		return nil, resp.Header, &Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data, HTTPStatus: resp.StatusCode, Method: method}
 	}
 	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
-		return nil, &HTTPError{StatusCode: resp.StatusCode, Method: k.method}
+		return nil, resp.Header, &HTTPError{StatusCode: resp.StatusCode, Method: method}
 	}
-	return msg.Result, nil
+	return msg.Result, resp.Header, nil
 }
 
 // encodeRequest returns the JSON-RPC request body with the per-request
@@ -136,15 +171,47 @@ func (c *Client) encodeRequest(id int64, k *call) ([]byte, error) {
 	}{"2.0", id, k.method, params})
 }
 
+// roundTripHTTP sends one HTTP request to the endpoint: a POST of body, or
+// a GET of an SSE stream if body is nil, with the headers h, the media
+// types and the token. method names the JSON-RPC method in errors.
+func (c *Client) roundTripHTTP(ctx context.Context, method string, body []byte, h http.Header) (*http.Response, error) {
+	verb, accept := http.MethodPost, "application/json, text/event-stream"
+	var rd io.Reader
+	if body == nil {
+		verb, accept = http.MethodGet, "text/event-stream"
+	} else {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, verb, c.url, rd)
+	if err != nil {
+		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+	}
+	for name, vs := range h {
+		req.Header[name] = vs
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if c.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+	}
+	return resp, nil
+}
+
 // readReply returns the response to request id from resp: the JSON body,
 // or the matching event of an SSE stream. Notifications before it go to
 // Options.OnNotification.
-func (c *Client) readReply(resp *http.Response, id int64, method string) (*message, error) {
+func (c *Client) readReply(resp *http.Response, id int64, method string, onRequest func(*message)) (*message, error) {
 	terr := func(err error) error { return &TransportError{Method: method, URL: c.url, Err: err} }
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "text/event-stream":
-		return c.readSSE(resp.Body, id, method)
+		return c.readSSE(resp.Body, id, method, onRequest)
 	case "application/json":
 		b, err := readLimited(resp.Body, c.opts.MaxReplyBytes)
 		if err != nil {
@@ -169,8 +236,9 @@ func (c *Client) readReply(resp *http.Response, id int64, method string) (*messa
 	return nil, terr(fmt.Errorf("reply has Content-Type %q, want application/json or text/event-stream", resp.Header.Get("Content-Type")))
 }
 
-// readSSE reads events until the response to id.
-func (c *Client) readSSE(body io.Reader, id int64, method string) (*message, error) {
+// readSSE reads events until the response to id. Requests of the server
+// go to onRequest; without one they are ignored.
+func (c *Client) readSSE(body io.Reader, id int64, method string, onRequest func(*message)) (*message, error) {
 	terr := func(err error) error { return &TransportError{Method: method, URL: c.url, Err: err} }
 	br := bufio.NewReader(body)
 	var data bytes.Buffer
@@ -194,6 +262,8 @@ func (c *Client) readSSE(body io.Reader, id int64, method string) (*message, err
 			if c.opts.OnNotification != nil {
 				c.opts.OnNotification(m.Method, m.Params)
 			}
+		case onRequest != nil && m.Method != "":
+			onRequest(&m)
 		default:
 			c.log.Warn("ignoring a request sent by the server", "method", m.Method)
 		}

@@ -241,3 +241,49 @@ func TestCancelAfterSelfReclaim(t *testing.T) {
 		wantCancelled(t, get(t, mem, r.ID))
 	})
 }
+
+// TestCancelNow: 2025-11-25's tasks/cancel. The task is cancelled when
+// CancelNow returns, on the engine that runs it and on another; the
+// handler is stopped (at once here, at the next heartbeat there) and its
+// result is never stored.
+func TestCancelNow(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		name := map[bool]string{false: "same engine", true: "another engine"}[other]
+		t.Run(name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				p := &cancelProbe{}
+				tools := []*Tool{{Name: "job", Handler: p.handle}}
+				a := startEngine(t, st, tools, Options{Owner: "a"})
+				via := a
+				if other {
+					via = newEngine(t, st, tools, Options{Owner: "b"})
+				}
+				r := create(t, a, "job")
+				synctest.Wait()
+				time.Sleep(2 * time.Second)
+
+				got, err := via.CancelNow(bg, principal, r.ID)
+				if err != nil {
+					t.Fatalf("CancelNow: %v", err)
+				}
+				cancelled := time.Now()
+				wantCancelled(t, got)
+				wantCancelled(t, get(t, st, r.ID))
+
+				time.Sleep(testLease / 3)
+				synctest.Wait()
+				if p.at.IsZero() || p.at.Sub(cancelled) > testLease/3 {
+					t.Errorf("handler ctx done %v after CancelNow; want within %v", p.at.Sub(cancelled), testLease/3)
+				}
+				wantCancelled(t, get(t, st, r.ID))
+				if got, err := via.CancelNow(bg, principal, r.ID); err != nil || got.Status != task.Cancelled {
+					t.Errorf("second CancelNow = %v, %v; want the cancelled task", got, err)
+				}
+				if _, err := via.CancelNow(bg, "mallory", r.ID); !errors.Is(err, ErrNotFound) {
+					t.Errorf("CancelNow by another principal: %v, want ErrNotFound", err)
+				}
+			})
+		})
+	}
+}

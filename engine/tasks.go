@@ -185,6 +185,28 @@ func (e *Engine) Cancel(ctx context.Context, principal, id string) error {
 	return nil
 }
 
+// CancelNow cancels the principal's task at once, even while a worker runs
+// it, as the tasks/cancel of MCP 2025-11-25 requires: the task is
+// cancelled when CancelNow returns, its handler's ctx is cancelled (at
+// once on this process, at its next heartbeat on another), and the
+// worker's later writes are refused. A terminal task is left as it is. It
+// returns the task after the call.
+func (e *Engine) CancelNow(ctx context.Context, principal, id string) (*task.Record, error) {
+	if !task.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	r, err := e.st.RequestCancel(ctx, store.CancelParams{ID: id, Principal: principal, Now: e.now(),
+		StatusMessage: "Cancelled by request", AtOnce: true})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: cancel task: %w", err)
+	}
+	e.notify(id, true)
+	return r, nil
+}
+
 // notify wakes the local execution of a task, if this process runs it.
 func (e *Engine) notify(id string, cancel bool) {
 	e.mu.Lock()

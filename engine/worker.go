@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -142,7 +143,11 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	finish := func(p store.FinishParams) {
 		p.FenceParams = fence()
 		if err := e.st.Finish(runCtx, p); err != nil {
-			log.Warn("finish task", "status", p.Status, "err", err)
+			level := slog.LevelWarn
+			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
+				level = slog.LevelDebug // cancelled already, at once (CancelNow)
+			}
+			log.Log(runCtx, level, "finish task", "status", p.Status, "err", err)
 			spanFinishFailed(span, err)
 			return
 		}

@@ -104,10 +104,20 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 
 // createTask creates a task of tool t and returns its CreateTaskResult;
 // with an idempotency key that the principal's live task holds, that
-// task's (see idempotency.go). With tracing, it does so in a server span
-// whose parent is the trace context of the request's headers h or
-// params._meta, and the task keeps that span's traceparent.
+// task's (see idempotency.go).
 func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
+	r, err := s.createTaskRecord(ctx, t, args, caps, key, principal, h, meta)
+	if err != nil {
+		return nil, err
+	}
+	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
+}
+
+// createTaskRecord creates a task of tool t as createTask does, and
+// returns it. With tracing, it does so in a server span whose parent is
+// the trace context of the request's headers h or params._meta, and the
+// task keeps that span's traceparent.
+func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*task.Record, error) {
 	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
 	defer span.End()
 	r, err := s.eng.Create(ctx, engine.CreateParams{
@@ -128,5 +138,5 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 		span.SetAttributes(attrTaskID.String(r.ID))
 	}
 	s.log.Info("task created", "task", r.ID, "tool", r.Tool)
-	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
+	return r, nil
 }

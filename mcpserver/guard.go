@@ -57,6 +57,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		if s.serveLegacy(w, r, body, next) {
+			return
+		}
 		var msg message
 		if code, err := msg.parse(body); err != "" {
 			writeError(w, http.StatusBadRequest, nil, code, err)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,6 +35,7 @@ import (
 
 const (
 	wireVersion      = "2026-07-28"
+	legacyVersion    = "2025-11-25"
 	tasksExtensionID = "io.modelcontextprotocol/tasks"
 	// testStep paces the demo tools (failing_job works one step).
 	testStep = 50 * time.Millisecond
@@ -67,9 +69,15 @@ type serverConfig struct {
 	tracerProvider trace.TracerProvider
 	// store keeps the tasks (a fresh memory store if nil).
 	store store.Store
+	// replicas is the number of servers on the store (1 if zero); they
+	// share the session key, as replicas behind one endpoint do.
+	replicas int
 	// allowedOrigins is mcpserver.Options.AllowedOrigins.
 	allowedOrigins []string
 }
+
+// testSessionKey signs the 2025-11-25 session ids of every test server.
+var testSessionKey = []byte("wire-test-session-key-0123456789abcdef")
 
 // startServer starts a server with the fixtures of package tasktools on a
 // fresh memory store, and stops it when t ends.
@@ -80,6 +88,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		MaxBodyBytes:    cfg.maxBodyBytes,
 		DisableFastPath: cfg.noFastPath,
 		TracerProvider:  cfg.tracerProvider,
+		SessionKey:      testSessionKey,
 		AllowedOrigins:  cfg.allowedOrigins,
 	})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
@@ -112,6 +121,19 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 	return &testClient{base: hs.URL, http: hs.Client()}
 }
 
+// startReplicas starts cfg.replicas servers (at least one) on one store.
+func startReplicas(t *testing.T, cfg serverConfig) []*testClient {
+	t.Helper()
+	if cfg.store == nil {
+		cfg.store = memory.New()
+	}
+	cs := []*testClient{startServer(t, cfg)}
+	for len(cs) < cfg.replicas {
+		cs = append(cs, startServer(t, cfg))
+	}
+	return cs
+}
+
 // testClient sends raw HTTP requests to one server.
 type testClient struct {
 	base string
@@ -124,6 +146,8 @@ type rawRequest struct {
 	path   string
 	header http.Header
 	body   []byte
+	// readFor, if set, reads the reply for that long only.
+	readFor time.Duration
 }
 
 // rawResponse is one HTTP response, with the JSON-RPC messages it carried.
@@ -143,6 +167,11 @@ func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	if req.readFor > 0 {
+		// A stream that stays open: what it carried so far is the reply.
+		ctx, cancel = context.WithTimeout(ctx, req.readFor)
+		defer cancel()
+	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, c.base+req.path, bytes.NewReader(req.body))
 	if err != nil {
 		t.Fatalf("build request: %v", err)
@@ -168,7 +197,7 @@ func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil {
+	if err != nil && (req.readFor == 0 || ctx.Err() == nil) {
 		t.Fatalf("read response: %v", err)
 	}
 	r := &rawResponse{status: resp.StatusCode, header: resp.Header, body: body}
@@ -269,6 +298,20 @@ type taskView struct {
 // reply.
 func (c *testClient) getTask(t *testing.T, token, id string) (*rawResponse, *rpcReply) {
 	t.Helper()
+	return c.getTaskIn(t, token, id, "")
+}
+
+// getTaskIn is getTask in the 2025-11-25 session if one is given.
+func (c *testClient) getTaskIn(t *testing.T, token, id, session string) (*rawResponse, *rpcReply) {
+	t.Helper()
+	if session != "" {
+		h := http.Header{}
+		h.Set("MCP-Protocol-Version", legacyVersion)
+		h.Set("Mcp-Session-Id", session)
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"taskId":%q}}`, id)
+		resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(body)})
+		return resp, resp.reply(t)
+	}
 	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"get","method":"tasks/get","params":{"_meta":$META,"taskId":%q}}`, id)
 	resp := c.rpc(t, token, "tasks/get", id, body)
 	return resp, resp.reply(t)
@@ -280,14 +323,20 @@ func (c *testClient) getTask(t *testing.T, token, id string) (*rawResponse, *rpc
 // creation, checks that creation was durable.
 func (c *testClient) waitStatus(t *testing.T, token, id, status string, msg *string) json.RawMessage {
 	t.Helper()
+	return c.waitStatusIn(t, token, id, "", status, msg)
+}
+
+// waitStatusIn is waitStatus in the 2025-11-25 session if one is given.
+func (c *testClient) waitStatusIn(t *testing.T, token, id, session, status string, msg *string) json.RawMessage {
+	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	var last taskView
 	for {
-		resp, rep := c.getTask(t, token, id)
+		resp, rep := c.getTaskIn(t, token, id, session)
 		if rep.Error != nil {
 			t.Fatalf("waiting for %s: tasks/get failed: HTTP %d %s", status, resp.status, rep.raw)
 		}
-		if err := validateExchange("tasks/get", rep.raw); err != nil {
+		if err := validateExchange("tasks/get", rep.raw); session == "" && err != nil {
 			t.Fatalf("waiting for %s: %v\n%s", status, err, rep.raw)
 		}
 		last = taskView{}
@@ -326,6 +375,10 @@ func expandMeta(s string) string {
 // $TIME and the server version with $VERSION.
 type normalizer struct {
 	ids []string
+	// legacy marks the ids of 2025-11-25 tasks; session is the
+	// Mcp-Session-Id that initialize returned last ($SESSION).
+	legacy  map[string]bool
+	session string
 	// origin is the server's own origin, http://127.0.0.1:PORT.
 	origin string
 }
@@ -347,6 +400,7 @@ func (n *normalizer) expand(s string) (string, error) {
 		}
 		return n.ids[i-1]
 	})
+	s = strings.ReplaceAll(s, "$SESSION", n.session)
 	s = base64RE.ReplaceAllStringFunc(s, func(m string) string {
 		inner := base64RE.FindStringSubmatch(m)[1]
 		return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(inner)) + "?="
@@ -359,17 +413,26 @@ func (n *normalizer) learn(msg json.RawMessage) {
 	var m struct {
 		Result struct {
 			TaskID string `json:"taskId"`
+			Task   struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"` // a 2025-11-25 CreateTaskResult
 		} `json:"result"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Result.TaskID == "" {
+	if json.Unmarshal(msg, &m) != nil {
 		return
 	}
-	for _, id := range n.ids {
-		if id == m.Result.TaskID {
-			return
+	id := m.Result.TaskID
+	if lid := m.Result.Task.TaskID; lid != "" {
+		id = lid
+		if n.legacy == nil {
+			n.legacy = map[string]bool{}
 		}
+		n.legacy[id] = true
 	}
-	n.ids = append(n.ids, m.Result.TaskID)
+	if id == "" || slices.Contains(n.ids, id) {
+		return
+	}
+	n.ids = append(n.ids, id)
 }
 
 // normalize returns msg as indented JSON with volatile values replaced.

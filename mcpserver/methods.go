@@ -82,12 +82,13 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 	if err != nil {
 		return nil, err
 	}
+	// A task is served to the era that created it (design/eras.md).
+	r, err := s.eraTask(ctx, c.method, c.principal, id, false)
+	if err != nil {
+		return nil, err
+	}
 	switch c.method {
 	case methodGet:
-		r, err := s.eng.Get(ctx, c.principal, id)
-		if err != nil {
-			return nil, s.taskError(c.method, err)
-		}
 		if !c.held.take(r.Size()) { // held until the reply is written
 			return nil, errBusy
 		}

@@ -1,6 +1,8 @@
 // Package mcpserver serves task-backed tools over MCP 2026-07-28 on top of
 // go-sdk: it decides per call whether a tools/call becomes a task, answers
 // tasks/get, tasks/update and tasks/cancel, and guards their HTTP headers.
+// It serves the experimental tasks of MCP 2025-11-25 on the same engine
+// (legacy*.go), and both over stdio (ServeStdio).
 package mcpserver
 
 import (
@@ -61,6 +63,12 @@ type Options struct {
 	DisableFastPath bool
 	// Logger receives logs (discarded if nil).
 	Logger *slog.Logger
+	// SessionKey signs the Mcp-Session-Id of MCP 2025-11-25 sessions,
+	// which carry the session's capabilities and principal, so that any
+	// replica that has the key serves any session. Replicas behind one
+	// endpoint must share it; at least SessionKeySize bytes. Nil means a
+	// random key: sessions then last as long as the process.
+	SessionKey []byte
 	// TracerProvider, if set, traces task-creating tools/call requests
 	// and tasks/get, tasks/update and tasks/cancel: a server span each,
 	// whose parent is the W3C trace context of the request's traceparent
@@ -85,6 +93,7 @@ type Server struct {
 	origins    *http.CrossOriginProtection
 	polls      *pollLimiter // nil without Options.MinPollInterval
 	inflight   *budget      // Options.MaxInflightBytes
+	sessionKey []byte       // signs 2025-11-25 session ids
 	trc        trace.Tracer // nil without Options.TracerProvider
 }
 
@@ -110,6 +119,7 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MinPollInterval > 0 {
 		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, max: maxPollEntries, last: map[string]time.Time{}}
 	}
+	s.sessionKey = sessionKey(s.opts.SessionKey)
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the expected responses in testdata/wire/*.txtar")
@@ -150,8 +151,8 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 			}
 		}
 	}
-	c := startServer(t, cfg)
-	r := &replay{t: t, path: path, files: a.files, c: c, n: &normalizer{origin: c.base}, sseAsJSON: sdkPath,
+	cs := startReplicas(t, cfg)
+	r := &replay{t: t, path: path, files: a.files, c: cs[0], replicas: cs, n: &normalizer{origin: cs[0].base}, sseAsJSON: sdkPath,
 		snapshots: map[string]string{}, bugs: map[string][]string{}}
 	for r.i = 0; r.i < len(r.files); r.i++ {
 		f := r.files[r.i]
@@ -195,8 +196,9 @@ type replay struct {
 	t         *testing.T
 	path      string
 	files     []archiveFile
-	i         int // index of the section being replayed
-	c         *testClient
+	i         int           // index of the section being replayed
+	c         *testClient   // the first replica
+	replicas  []*testClient // every replica, c first
 	n         *normalizer
 	snapshots map[string]string   // task id -> canonical tasks/get result
 	out       []archiveFile       // the archive as -update writes it
@@ -227,12 +229,30 @@ func (r *replay) request() {
 	if err != nil {
 		t.Fatalf("%s: %s: %v", r.path, f.name, err)
 	}
-	resp := r.c.do(t, req)
+	c := r.c
+	if v := req.header.Get("Test-Replica"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > len(r.replicas) {
+			t.Fatalf("%s: %s: Test-Replica %q: want 1 to %d", r.path, f.name, v, len(r.replicas))
+		}
+		c = r.replicas[n-1]
+		req.header.Del("Test-Replica")
+	}
+	if v := req.header.Get("Test-Read-For"); v != "" {
+		if req.readFor, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("%s: %s: Test-Read-For: %v", r.path, f.name, err)
+		}
+		req.header.Del("Test-Read-For")
+	}
+	resp := c.do(t, req)
+	if sid := resp.header.Get("Mcp-Session-Id"); sid != "" {
+		r.n.session = sid
+	}
 	method := bodyMethod(req.body)
 	// Results of older protocol versions carry no resultType and are not
 	// checked; their errors are.
 	v := req.header.Get("MCP-Protocol-Version")
-	modern := v == "" || v >= wireVersion
+	modern := v >= wireVersion || v == "" && method != "initialize" // initialize is of the versions before
 	for _, m := range resp.messages {
 		r.n.learn(m)
 		if !modern && !isError(m) {
@@ -299,7 +319,11 @@ func (r *replay) wait(f archiveFile) {
 		if err != nil {
 			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
 		}
-		r.c.waitStatus(r.t, "", id, status, msg)
+		session := ""
+		if r.n.legacy[id] {
+			session = r.n.session
+		}
+		r.c.waitStatusIn(r.t, "", id, session, status, msg)
 	}
 }
 
@@ -346,6 +370,12 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 	for _, l := range sectionLines(data) {
 		k, v, _ := strings.Cut(l, " ")
 		switch k {
+		case "replicas":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil || n < 1 {
+				return fmt.Errorf("replicas %q: want a positive number", v)
+			}
+			cfg.replicas = n
 		case "max-body-bytes":
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			if err != nil {

@@ -31,6 +31,9 @@ var busyBackoff = 500 * time.Millisecond
 // call calls the upstream tool name with args, in its own session, and
 // returns its result. Inside a task it runs on a worker; otherwise inline.
 func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if p.taskProtocol != "" {
+		return p.callTask(ctx, run, name, args)
+	}
 	// The upstream session gets ctx's cancellation but none of its values:
 	// an inline call's ctx is go-sdk's server's, whose values (the protocol
 	// version of the proxy's client) go-sdk's client would take as its own.

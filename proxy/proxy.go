@@ -26,6 +26,14 @@
 // or drops the connection mid-call fail the call with a -32603 error whose
 // message names the upstream and says what happened (a task ends failed).
 //
+// An HTTP upstream that serves tasks of its own (a 2026-07-28 server that
+// declares the Tasks extension, or a 2025-11-25 server that declares
+// tasks.requests.tools.call) is called through mcptasks' client instead,
+// in its era, with a session of its own per call: the client asks for the
+// upstream's task where the tool allows one, the call follows that task to
+// its end, its questions become this call's task's questions as below,
+// and a call that is stopped cancels the upstream's task.
+//
 // # Questions from the upstream
 //
 // The proxy declares the elicitation capability to the upstream. A
@@ -107,6 +115,9 @@ type Proxy struct {
 	name         string
 	tools        []*mcp.Tool
 	instructions string
+	// taskProtocol is the protocol of an HTTP upstream that serves tasks
+	// of its own ("" when it does not): calls then go through callTask.
+	taskProtocol string
 }
 
 // New connects to the upstream, reads its instructions and lists all its
@@ -143,6 +154,7 @@ func New(ctx context.Context, up *Upstream, opts *Options) (*Proxy, error) {
 	}
 	p.log.Info("upstream tools listed", "upstream", p.name, "tools", len(p.tools),
 		"protocolVersion", s.protocolVersion())
+	p.probeTasks(ctx)
 	return p, nil
 }
 

@@ -188,7 +188,7 @@ func ApplyCancel(r *task.Record, p CancelParams) (changed bool, err error) {
 	if r.Status.Terminal() {
 		return false, nil
 	}
-	if r.LeaseOwner == "" || !p.Now.Before(r.LeaseExpiresAt) {
+	if p.AtOnce || r.LeaseOwner == "" || !p.Now.Before(r.LeaseExpiresAt) {
 		finish(r, task.Cancelled, p.StatusMessage, p.Now)
 		return true, nil
 	}

@@ -93,8 +93,9 @@ type Store interface {
 	Answer(ctx context.Context, p AnswerParams) (accepted []string, err error)
 	// RequestCancel asks for the principal's task to be cancelled. A
 	// terminal task is left as it is. A task no worker holds is cancelled at
-	// once; a held one gets CancelRequested for its worker to act on. It
-	// returns the record after the change, or ErrNotFound.
+	// once; a held one gets CancelRequested for its worker to act on, or,
+	// with p.AtOnce, is cancelled at once as well. It returns the record
+	// after the change, or ErrNotFound.
 	RequestCancel(ctx context.Context, p CancelParams) (*task.Record, error)
 	// DeleteExpired deletes up to limit tasks whose TTL has elapsed at now
 	// (all of them if limit is zero or less) and returns how many it
@@ -178,6 +179,10 @@ type CancelParams struct {
 	Principal     string
 	Now           time.Time
 	StatusMessage string // set when the task is cancelled at once
+	// AtOnce cancels a task that a worker holds at once too, instead of
+	// asking its worker to: the worker's later writes are refused
+	// (ErrLeaseLost), as they are for any terminal task.
+	AtOnce bool
 }
 
 // Listener is implemented by stores that tell every process about changes

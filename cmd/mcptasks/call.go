@@ -13,9 +13,10 @@ import (
 
 type callFlags struct {
 	clientFlags
-	args   string
-	json   bool
-	detach bool
+	args     string
+	json     bool
+	detach   bool
+	protocol string
 }
 
 func newCallCmd() *cobra.Command {
@@ -65,6 +66,7 @@ command then exits 7; answer with "mcptasks answer" and follow the task with
 	fl.StringVar(&f.args, "args", "", "tool arguments as a JSON `object`; key=value arguments are set over it")
 	fl.BoolVar(&f.json, "json", false, "print JSON lines even when stdout is a terminal")
 	fl.BoolVar(&f.detach, "detach", false, "start the call and exit 6 once it is a task, printing its id, without waiting for the end")
+	fl.StringVar(&f.protocol, "protocol", "", "MCP `revision` to speak: "+client.ProtocolVersion+" (the Tasks extension) or "+client.LegacyProtocolVersion+" (the experimental tasks of the TypeScript SDK v1, mcp-go and VS Code); the journal keeps it for the later commands (default: find out, "+client.ProtocolVersion+" first)")
 	return withUsageHint(cmd)
 }
 
@@ -72,6 +74,9 @@ func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error
 	endpoint, tool := args[0], args[1]
 	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return usageError("URL %q: want the server's MCP endpoint, like http://127.0.0.1:8080/mcp", endpoint)
+	}
+	if p := f.protocol; p != "" && p != client.ProtocolVersion && p != client.LegacyProtocolVersion {
+		return usageError("--protocol %q: want %s or %s", p, client.ProtocolVersion, client.LegacyProtocolVersion)
 	}
 	arguments, err := parseArguments(f.args, args[2:])
 	if err != nil {
@@ -90,7 +95,7 @@ func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error
 	if con.prompter != nil {
 		input = con.mrtrHandler(out)
 	}
-	c := f.newClient(endpoint, j, input)
+	c := f.newClient(endpoint, j, input, f.protocol)
 
 	out.calling(tool)
 	callCtx, cancel := context.WithCancel(con.ctx)

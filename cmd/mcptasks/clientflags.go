@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"os"
@@ -73,13 +74,16 @@ func (f *clientFlags) openJournal() (client.Journal, error) {
 
 // newClient returns a client of url that declares form elicitation
 // whether or not it can prompt: a task's questions can be answered later
-// with "mcptasks answer". input answers MRTR rounds (nil: none).
-func (f *clientFlags) newClient(url string, j client.Journal, input client.InputHandler) *client.Client {
+// with "mcptasks answer". input answers MRTR rounds (nil: none). protocol
+// is the MCP revision to speak ("" finds it out: 2026-07-28, or the
+// 2025-11-25 tasks of servers that have only those).
+func (f *clientFlags) newClient(url string, j client.Journal, input client.InputHandler, protocol string) *client.Client {
 	return client.New(url, &client.Options{
-		Token:        f.tokenValue(),
-		Journal:      j,
-		InputHandler: input,
-		ClientInfo:   &mcp.Implementation{Name: "mcptasks", Version: version},
+		ProtocolVersion: protocol,
+		Token:           f.tokenValue(),
+		Journal:         j,
+		InputHandler:    input,
+		ClientInfo:      &mcp.Implementation{Name: "mcptasks", Version: version},
 		Capabilities: &mcp.ClientCapabilities{
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
 		},
@@ -144,7 +148,12 @@ func (f *clientFlags) openTask(ctx context.Context, id string) (*client.Task, *c
 	if err != nil {
 		return nil, nil, err
 	}
-	return taskOf(f.newClient(endpoint, j, nil), id, entry), entry, nil
+	protocol := "" // find out
+	if entry != nil {
+		// A task is served in the revision that created it.
+		protocol = cmp.Or(entry.Protocol, client.ProtocolVersion)
+	}
+	return taskOf(f.newClient(endpoint, j, nil, protocol), id, entry), entry, nil
 }
 
 // taskOf returns the handle of task id (its full id and tool from the

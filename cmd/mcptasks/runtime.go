@@ -96,6 +96,7 @@ type runtimeOptions struct {
 	minPollInterval time.Duration // optional poll limit (serve)
 	allowedOrigins  []string      // browser origins besides the server's own (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
+	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
 
 // newRuntime validates f and builds the runtime.
@@ -141,6 +142,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		MaxBodyBytes:     o.maxBody,
 		MaxInflightBytes: o.maxInflight,
 		MinPollInterval:  o.minPollInterval,
+		SessionKey:       o.sessionKey,
 		AllowedOrigins:   o.allowedOrigins,
 		Logger:           log,
 		TracerProvider:   tracing,

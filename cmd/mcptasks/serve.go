@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,8 @@ type serveFlags struct {
 	minPollInterval   time.Duration
 	allowedOrigins    []string
 	pprofListen       string
+	stdio             bool
+	sessionKeyFile    string
 	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
@@ -40,8 +43,10 @@ func newServeCmdWith(f *serveFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve task-backed MCP tools over Streamable HTTP",
-		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp and runs the
-tools' tasks on a pool of workers. It serves the conformance fixtures, the
+		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp (or, with
+--stdio, on stdin and stdout) and runs the tools' tasks on a pool of workers.
+Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
+version's experimental tasks, on the same store. It serves the conformance fixtures, the
 export_report demo tool and, with --tools, the command tools of a tools.yaml
 file (see examples/tools.yaml). /healthz says the process is up; /readyz says
 whether the store answers (HTTP 503 when not); /metrics serves Prometheus
@@ -64,6 +69,8 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
+	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
+	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
@@ -98,6 +105,18 @@ func serve(ctx context.Context, f *serveFlags) error {
 			return fmt.Errorf("--auth-tokens: %w", err)
 		}
 	}
+	sessionKey, err := readSessionKey(f.sessionKeyFile)
+	if err != nil {
+		return err
+	}
+	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
+		tools: f.tools, sessionKey: sessionKey}
+	if f.stdio {
+		if tokens != nil {
+			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
+		}
+		return serveStdio(ctx, f, ro)
+	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
 		return fmt.Errorf("--listen: %w", err)
@@ -111,9 +130,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		defer pln.Close()
 		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
-	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
-		maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
-	})
+	rt, err := newRuntime(ctx, &f.runFlags, ro)
 	if err != nil {
 		ln.Close()
 		return err
@@ -162,6 +179,37 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	rt.drain(f.drainTimeout)
 	return err
+}
+
+// serveStdio serves one client over stdin and stdout until stdin ends or
+// ctx is done, then drains.
+func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
+	rt, err := newRuntime(ctx, &f.runFlags, ro)
+	if err != nil {
+		return err
+	}
+	rt.eng.Start(context.WithoutCancel(ctx))
+	rt.log.Info("serving on stdio", "store", f.store, "workers", f.workers)
+	err = rt.srv.ServeStdio(ctx, rt.eng, os.Stdin, os.Stdout)
+	rt.log.Info("draining", "timeout", f.drainTimeout)
+	rt.drain(f.drainTimeout)
+	return err
+}
+
+// readSessionKey reads --session-key-file; "" means none.
+func readSessionKey(path string) ([]byte, error) {
+	if path == "" {
+		return nil, nil
+	}
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--session-key-file: %w", err)
+	}
+	key = bytes.TrimSpace(key)
+	if len(key) < mcpserver.SessionKeySize {
+		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; it needs at least %d (e.g. head -c 48 /dev/urandom | base64 > %[1]s)", path, len(key), mcpserver.SessionKeySize)
+	}
+	return key, nil
 }
 
 // pprofMux serves net/http/pprof's handlers on their usual paths.

@@ -31,6 +31,7 @@ func testCancel(t *testing.T, f factory) {
 		id        string                            // default t1
 		principal string                            // default alice
 		message   string                            // default message
+		atOnce    bool                              // CancelParams.AtOnce
 		want      outcome
 	}{
 		{name: "Queued", want: cancelled},
@@ -55,6 +56,26 @@ func testCancel(t *testing.T, f factory) {
 			c := claim(t, s, "w1", at(0))
 			requestInput(t, s, c, at(time.Second), raws("a", reqA))
 		}, want: requested},
+		{name: "AtOnceQueued", atOnce: true, want: cancelled},
+		{name: "AtOnceLeased", setup: claimAt(0), atOnce: true, want: cancelled},
+		{name: "AtOnceInputRequiredLeased", setup: func(t *testing.T, s store.Store) {
+			c := claim(t, s, "w1", at(0))
+			requestInput(t, s, c, at(time.Second), raws("a", reqA))
+		}, atOnce: true, want: cancelled},
+		{name: "AtOnceAfterRequested", setup: func(t *testing.T, s store.Store) {
+			claim(t, s, "w1", at(0))
+			if _, err := s.RequestCancel(context.Background(), store.CancelParams{ID: "t1", Principal: alice, Now: at(time.Second)}); err != nil {
+				t.Fatalf("RequestCancel: %v", err)
+			}
+		}, atOnce: true, want: cancelled},
+		{name: "AtOnceCompleted", setup: func(t *testing.T, s store.Store) {
+			c := claim(t, s, "w1", at(0))
+			err := s.Finish(context.Background(), store.FinishParams{FenceParams: fence(c, at(time.Second)), Status: task.Completed, Result: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatalf("Finish: %v", err)
+			}
+		}, atOnce: true, want: unchanged},
+		{name: "AtOnceWrongPrincipal", setup: claimAt(0), principal: bob, atOnce: true, want: notFound},
 		{name: "AlreadyRequested", setup: func(t *testing.T, s store.Store) {
 			claim(t, s, "w1", at(0))
 			if _, err := s.RequestCancel(context.Background(), store.CancelParams{ID: "t1", Principal: alice, Now: at(time.Second)}); err != nil {
@@ -91,7 +112,7 @@ func testCancel(t *testing.T, f factory) {
 			}
 			before := get(t, s, "t1")
 
-			p := store.CancelParams{ID: "t1", Principal: alice, Now: now, StatusMessage: message}
+			p := store.CancelParams{ID: "t1", Principal: alice, Now: now, StatusMessage: message, AtOnce: tt.atOnce}
 			if tt.id != "" {
 				p.ID = tt.id
 			}
@@ -126,6 +147,26 @@ func testCancel(t *testing.T, f factory) {
 			wantStored(t, s, want)
 		})
 	}
+
+	t.Run("AtOnceFencesTheWorker", func(t *testing.T) {
+		// A task cancelled at once under its worker stays cancelled: the
+		// worker's heartbeat and finish are refused.
+		t.Parallel()
+		s := f.open(t)
+		ctx := context.Background()
+		create(t, s, newTask("t1"))
+		c := claim(t, s, "w1", at(0))
+		if _, err := s.RequestCancel(ctx, store.CancelParams{ID: "t1", Principal: alice, Now: at(time.Second), AtOnce: true}); err != nil {
+			t.Fatalf("RequestCancel: %v", err)
+		}
+		_, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+		wantErr(t, "Heartbeat", err, store.ErrLeaseLost)
+		err = s.Finish(ctx, store.FinishParams{FenceParams: fence(c, at(3*time.Second)), Status: task.Completed, Result: json.RawMessage(`{}`)})
+		wantErr(t, "Finish", err, store.ErrLeaseLost)
+		if got := get(t, s, "t1").Status; got != task.Cancelled {
+			t.Errorf("status = %s, want cancelled", got)
+		}
+	})
 
 	t.Run("RequestedThenWorkerCancels", func(t *testing.T) {
 		t.Parallel()

@@ -1,0 +1,171 @@
+package client_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/client"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// legacyOptions are the options of a client that speaks 2025-11-25.
+func legacyOptions(o client.Options) *client.Options {
+	o.ProtocolVersion = client.LegacyProtocolVersion
+	return &o
+}
+
+// TestLegacyLifecycle: against a server's 2025-11-25 side, the client
+// creates the task with params.task, polls tasks/get, reads the result with
+// tasks/result, and answers questions asked on the tasks/result stream;
+// the API and the outcomes are those of 2026-07-28.
+func TestLegacyLifecycle(t *testing.T) {
+	rec := newRecorder()
+	s := startServer(t, serverConfig{wrap: rec.wrap})
+	h := newAccept(func(key string) map[string]any {
+		if strings.HasSuffix(key, "/confirm-delete") {
+			return map[string]any{"confirm": true}
+		}
+		return map[string]any{"name": "x"}
+	})
+	c := newClient(s, legacyOptions(client.Options{InputHandler: h}))
+	ctx := testContext(t)
+
+	tk := callTask(t, c, "slow_compute", map[string]any{"seconds": 0.05, "label": "x"})
+	if last := tk.Last(); last.Status != task.Working || last.TTLMs == nil || last.PollIntervalMs == nil {
+		t.Errorf("status from the CreateTaskResult: %+v", last)
+	}
+	res, err := tk.Wait(ctx)
+	if err != nil || !strings.Contains(text(res), `Computed "x"`) {
+		t.Fatalf("slow_compute: %v, %v", text(res), err)
+	}
+	if got, _ := c.Protocol(ctx); got != client.LegacyProtocolVersion {
+		t.Errorf("Protocol = %q", got)
+	}
+
+	tk = callTask(t, c, "confirm_delete", map[string]any{"filename": "a.txt"})
+	if res, err = tk.Wait(ctx); err != nil || text(res) != "Deleted a.txt" {
+		t.Fatalf("confirm_delete: %q, %v", text(res), err)
+	}
+	key := "t/" + tk.ID + "/confirm-delete"
+	if n := h.count(key); n != 1 {
+		t.Errorf("handler asked %d times for %s, want 1 (calls %v)", n, key, h.calls)
+	}
+	if r := h.reqs[key]; r == nil || r.TaskID != tk.ID || r.Elicit == nil || r.Elicit.Message != "Delete a.txt?" {
+		t.Errorf("input request: %+v", r)
+	}
+
+	// The wire: a session, no _meta, params.task on the call.
+	for _, g := range rec.requests("tools/call") {
+		if g.header.Get("Mcp-Session-Id") == "" || g.header.Get("MCP-Protocol-Version") != client.LegacyProtocolVersion {
+			t.Errorf("tools/call headers: %v", g.header)
+		}
+		if !strings.Contains(string(g.req.Params), `"task":{}`) || strings.Contains(string(g.req.Params), "_meta") {
+			t.Errorf("tools/call params: %s", g.req.Params)
+		}
+	}
+	if len(rec.requests("tasks/result")) == 0 {
+		t.Error("no tasks/result seen")
+	}
+
+	// A plain tool stays synchronous.
+	r, err := c.CallTool(ctx, "greet", map[string]any{"name": "Ann"})
+	if err != nil || r.Task != nil || text(r.Result) != "Hello, Ann!" {
+		t.Errorf("greet: %+v, %v", r, err)
+	}
+}
+
+// TestLegacyOutcomes: a tool error completes with isError (2025-11-25 says
+// failed, the client says what the extension says), a JSON-RPC error
+// fails, and a cancelled task ends cancelled; cancelling it again is not
+// an error.
+func TestLegacyOutcomes(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	c := newClient(s, legacyOptions(client.Options{}))
+	ctx := testContext(t)
+
+	res, err := callTask(t, c, "failing_job", nil).Wait(ctx)
+	if err != nil || !res.IsError {
+		t.Errorf("failing_job: %+v, %v", res, err)
+	}
+	_, err = callTask(t, c, "protocol_error_job", nil).Wait(ctx)
+	var te *client.TaskError
+	if !errors.As(err, &te) || te.Status != task.Failed || te.Err == nil || te.Err.Code != -32603 {
+		t.Errorf("protocol_error_job: %v", err)
+	}
+
+	tk := callTask(t, c, "slow_compute", map[string]any{"seconds": 60})
+	if err := tk.Cancel(ctx); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
+	st, err := tk.Get(ctx)
+	if err != nil || st.Status != task.Cancelled {
+		t.Fatalf("after Cancel: %+v, %v (2025-11-25 cancels before the reply)", st, err)
+	}
+	if err := tk.Cancel(ctx); err != nil {
+		t.Errorf("second Cancel: %v", err)
+	}
+	if _, err := c.Task("AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA").Get(ctx); !errors.Is(err, client.ErrInvalidParams) {
+		t.Errorf("unknown task: %v", err)
+	}
+}
+
+// TestLegacyAnswerElsewhere: without an InputHandler, Get shows the
+// question under its key; another client (another process, with a session
+// of its own) answers it with Update, as "mcptasks answer" does.
+func TestLegacyAnswerElsewhere(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	ctx := testContext(t)
+	elicit := client.Options{Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}}
+	tk := callTask(t, newClient(s, legacyOptions(elicit)), "multi_input", nil)
+	st := waitStatus(t, tk, task.InputRequired)
+	if len(st.InputRequests) != 2 {
+		t.Fatalf("input requests: %v", st.InputRequests)
+	}
+	other := newClient(s, legacyOptions(client.Options{})).Task(tk.ID)
+	answers := map[string]any{}
+	for key, r := range st.InputRequests {
+		if r.Method != client.MethodElicit {
+			t.Errorf("%s: method %s", key, r.Method)
+		}
+		answers[key] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": key[len(key)-5:]}}
+	}
+	if err := other.Update(ctx, answers); err != nil {
+		t.Fatal(err)
+	}
+	res, err := tk.Wait(ctx)
+	if err != nil || text(res) != "first=first second=econd" {
+		t.Errorf("result: %q, %v", text(res), err)
+	}
+}
+
+// TestLegacyFindsOut: with no ProtocolVersion, a client of a server that
+// does not answer server/discover (as a 2025-11-25 server does not) opens
+// a 2025-11-25 session and calls in it.
+func TestLegacyFindsOut(t *testing.T) {
+	rec := newRecorder()
+	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+		return rec.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("MCP-Protocol-Version") == client.ProtocolVersion {
+				http.Error(w, "Bad Request: No valid session ID provided", http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}})
+	c := newClient(s, nil)
+	ctx := testContext(t)
+	res, err := callTask(t, c, "slow_compute", map[string]any{"seconds": 0.05}).Wait(ctx)
+	if err != nil || !strings.Contains(text(res), "Computed") {
+		t.Fatalf("slow_compute: %q, %v", text(res), err)
+	}
+	if got, _ := c.Protocol(ctx); got != client.LegacyProtocolVersion {
+		t.Errorf("Protocol = %q", got)
+	}
+	if n := len(rec.requests("initialize")); n != 1 {
+		t.Errorf("%d initialize requests, want 1", n)
+	}
+}

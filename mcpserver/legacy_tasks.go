@@ -1,0 +1,283 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// How often a blocked tasks/result reads its task: at first every
+// legacyResultPollMin, doubling while nothing changes, up to
+// legacyResultPollMax. legacyKeepAlive is the longest silence on its
+// stream.
+const (
+	legacyResultPollMin = 50 * time.Millisecond
+	legacyResultPollMax = time.Second
+	legacyKeepAlive     = 15 * time.Second
+)
+
+// inputIDPrefix starts the JSON-RPC id of every input request the server
+// sends: "t/<taskId>/<input key>". The client echoes it in its answer, so
+// that any replica can file the answer with its task (design/eras.md).
+const inputIDPrefix = "t/"
+
+// inputRequestID returns the id of input request key of task id.
+func inputRequestID(id, key string) string { return inputIDPrefix + id + "/" + key }
+
+// parseInputRequestID returns the task id and input key of an input
+// request id.
+func parseInputRequestID(raw json.RawMessage) (id, key string, ok bool) {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", "", false
+	}
+	rest, found := strings.CutPrefix(s, inputIDPrefix)
+	id, key, ok = strings.Cut(rest, "/")
+	return id, key, found && ok && task.ValidID(id) && key != ""
+}
+
+// legacyTaskMethod serves tasks/get, tasks/result, tasks/cancel and
+// tasks/list of 2025-11-25.
+func (s *Server) legacyTaskMethod(lr *legacyRequest) {
+	ctx := lr.r.Context()
+	m := lr.msg
+	if m.Method == methodList {
+		s.legacyList(lr)
+		return
+	}
+	var p struct {
+		TaskID json.RawMessage `json:"taskId"`
+	}
+	if len(m.Params) > 0 && decodeJSON(m.Params, &p) != nil {
+		writeError(lr.w, http.StatusOK, m.ID, codeInvalidParams, "params must be an object with taskId")
+		return
+	}
+	id, err := taskID(p.TaskID)
+	if err != nil {
+		writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
+		return
+	}
+	if m.Method == methodResult {
+		s.legacyResult(lr, id)
+		return
+	}
+	get := s.legacyGet
+	if m.Method == methodCancel {
+		get = s.legacyCancel
+	}
+	r, err := get(ctx, lr.principal, id)
+	if err != nil {
+		writeJSON(lr.w, http.StatusOK, m.ID, "error", err)
+		return
+	}
+	writeJSON(lr.w, http.StatusOK, m.ID, "result", r.Legacy())
+}
+
+// legacyCancel cancels the principal's task before it returns, as
+// 2025-11-25 requires; a terminal task gets -32602.
+func (s *Server) legacyCancel(ctx context.Context, principal, id string) (*task.Record, error) {
+	r, err := s.legacyGet(ctx, principal, id)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Status.Terminal() {
+		if r, err = s.eng.CancelNow(ctx, principal, id); err != nil {
+			return nil, s.taskError(methodCancel, err)
+		}
+		if r.Status == task.Cancelled {
+			s.log.Info("task cancelled", "task", id)
+			return r, nil
+		}
+	}
+	return nil, invalidParams("Cannot cancel task: already in terminal status '%s'", r.LegacyStatus())
+}
+
+// legacyResult serves tasks/result: the result of a terminal task at once,
+// as JSON; otherwise an SSE stream that carries the task's input requests
+// and status notifications until the result ends it.
+func (s *Server) legacyResult(lr *legacyRequest, id string) {
+	ctx := lr.r.Context()
+	var (
+		stream   *sseStream // nil until the first event
+		sent     = map[string]bool{}
+		last     [3]string // status, message, lastUpdatedAt last seen
+		delay    = legacyResultPollMin
+		wait     = time.NewTimer(0)
+		lastSent = time.Now()
+	)
+	defer wait.Stop()
+	reply := func(key string, v any) {
+		if stream == nil {
+			writeJSON(lr.w, http.StatusOK, lr.msg.ID, key, v)
+			return
+		}
+		stream.send(lr.msg.ID, "", key, v)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-wait.C:
+		}
+		r, err := s.legacyGet(ctx, lr.principal, id)
+		if err != nil {
+			reply("error", err)
+			return
+		}
+		lt := r.Legacy()
+		if seen := [3]string{string(lt.Status), lt.StatusMessage, lt.LastUpdatedAt}; seen != last {
+			if stream != nil {
+				stream.send(nil, "notifications/tasks/status", "params", lt)
+				lastSent = time.Now()
+			}
+			last, delay = seen, legacyResultPollMin
+		}
+		if r.Status.Terminal() {
+			res, rpcErr := r.LegacyResult()
+			switch {
+			case res != nil:
+				reply("result", res)
+			case rpcErr != nil:
+				reply("error", rpcErr)
+			default:
+				reply("error", &jsonrpc.Error{Code: codeInternalError, Message: fmt.Sprintf("Task %s was cancelled; it has no result", id)})
+			}
+			return
+		}
+		if stream == nil {
+			stream = startSSE(lr.w)
+		}
+		for _, key := range slices.Sorted(maps.Keys(r.InputRequests)) {
+			if sent[key] {
+				continue
+			}
+			sent[key] = true
+			method, params, err := legacyInputRequest(r.InputRequests[key], id)
+			if err != nil {
+				s.log.Error("input request", "task", id, "key", key, "err", err)
+				continue
+			}
+			stream.request(inputRequestID(id, key), method, params)
+			lastSent = time.Now()
+		}
+		if time.Since(lastSent) >= legacyKeepAlive {
+			stream.comment("keep-alive")
+			lastSent = time.Now()
+		}
+		wait.Reset(delay)
+		delay = min(2*delay, legacyResultPollMax)
+	}
+}
+
+// legacyInputRequest returns the method and params of a stored input
+// request ({"method":…,"params":…}), its params with the related-task
+// _meta that 2025-11-25 requires.
+func legacyInputRequest(raw json.RawMessage, id string) (string, json.RawMessage, error) {
+	var ir struct {
+		Method string                     `json:"method"`
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(raw, &ir); err != nil {
+		return "", nil, err
+	}
+	if ir.Params == nil {
+		ir.Params = map[string]json.RawMessage{}
+	}
+	meta := map[string]json.RawMessage{}
+	if m, ok := ir.Params["_meta"]; ok {
+		_ = json.Unmarshal(m, &meta)
+	}
+	meta[task.MetaRelatedTask], _ = json.Marshal(map[string]string{"taskId": id})
+	ir.Params["_meta"], _ = json.Marshal(meta)
+	params, err := json.Marshal(ir.Params)
+	return ir.Method, params, err
+}
+
+// legacyAnswer files the client's response to an input request with its
+// task, through the store, whichever replica asked. An error response to
+// an elicitation is taken as its cancel action. The reply is 202 for every
+// id of the server's form, whether the task took the answer or not (it
+// may have been answered already, or belong to someone else).
+func (s *Server) legacyAnswer(lr *legacyRequest) {
+	m := lr.msg
+	id, key, ok := parseInputRequestID(m.ID)
+	if !ok {
+		writeError(lr.w, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid request: a response to a request this server did not send")
+		return
+	}
+	ctx := lr.r.Context()
+	answer := m.Result
+	if r, err := s.legacyGet(ctx, lr.principal, id); err == nil {
+		if m.Error != nil || answer == nil {
+			answer = nil
+			var ir struct {
+				Method string `json:"method"`
+			}
+			if json.Unmarshal(r.InputRequests[key], &ir) == nil && ir.Method == "elicitation/create" {
+				answer = json.RawMessage(`{"action":"cancel"}`)
+			}
+		}
+		if isJSONObject(answer) {
+			if _, err := s.eng.Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}); err != nil {
+				s.log.Warn("answer input request", "task", id, "key", key, "err", err)
+			}
+		}
+	}
+	lr.w.WriteHeader(http.StatusAccepted)
+}
+
+// legacyListLimit is the most tasks of one tasks/list page.
+const legacyListLimit = store.DefaultListLimit
+
+// legacyListResult is the result of tasks/list.
+type legacyListResult struct {
+	Tasks      []task.LegacyTask `json:"tasks"`
+	NextCursor string            `json:"nextCursor,omitempty"`
+}
+
+// legacyList serves tasks/list: a page of the caller's 2025-11-25 tasks,
+// newest first, through the store's list. A page may be short, even
+// empty, and still have a nextCursor (the store examines a bounded number
+// of tasks per call, and the other era's tasks are left out); following
+// nextCursor lists every task once.
+func (s *Server) legacyList(lr *legacyRequest) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if len(lr.msg.Params) > 0 && decodeJSON(lr.msg.Params, &p) != nil {
+		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, "params.cursor must be a string")
+		return
+	}
+	lp := engine.ListParams{Principal: lr.principal, Limit: legacyListLimit}
+	if p.Cursor != nil {
+		lp.Cursor = *p.Cursor
+	}
+	page, err := s.eng.List(lr.r.Context(), lp)
+	switch {
+	case errors.Is(err, store.ErrBadCursor):
+		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, "Failed to list tasks: Invalid cursor")
+		return
+	case err != nil:
+		writeJSON(lr.w, http.StatusOK, lr.msg.ID, "error", s.taskError(methodList, err))
+		return
+	}
+	res := legacyListResult{Tasks: []task.LegacyTask{}, NextCursor: page.Next}
+	for _, r := range page.Tasks {
+		if isLegacyTask(r) {
+			res.Tasks = append(res.Tasks, r.Legacy())
+		}
+	}
+	writeJSON(lr.w, http.StatusOK, lr.msg.ID, "result", res)
+}

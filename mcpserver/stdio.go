@@ -1,0 +1,264 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mcptasks/mcptasks/engine"
+)
+
+// ServeStdio serves MCP over stdio: newline-delimited JSON-RPC messages
+// read from in, and the server's messages written to out, one per line.
+//
+// Each message is handed to the handler of [Server.Handler] as the POST a
+// Streamable HTTP client would send, with the headers its era needs (for
+// 2026-07-28: MCP-Protocol-Version, Mcp-Method and Mcp-Name from the
+// message; for 2025-11-25: the version and the Mcp-Session-Id that
+// initialize returned), and every message of the reply, JSON or SSE, is
+// written to out. So stdio serves both eras exactly as HTTP does, one
+// connection being one session. Requests are served concurrently;
+// notifications/cancelled stops the request it names.
+//
+// ServeStdio returns when in ends or ctx is done. Requests still in flight
+// are then stopped (their tasks live on in the store; stdio has nobody
+// left to answer).
+func (s *Server) ServeStdio(ctx context.Context, eng *engine.Engine, in io.Reader, out io.Writer) error {
+	b := &stdioBridge{h: s.Handler(eng), out: out, inflight: map[string]context.CancelFunc{}}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop() // runs before wg.Wait: in-flight requests end
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), int(s.opts.MaxBodyBytes))
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		msg := bytes.Clone(line)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.handle(ctx, msg)
+		}()
+	}
+	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		return fmt.Errorf("mcpserver: stdio: %w", err)
+	}
+	return nil
+}
+
+// stdioBridge turns stdio messages into HTTP requests of one session.
+type stdioBridge struct {
+	h http.Handler
+
+	outMu sync.Mutex
+	out   io.Writer
+
+	mu       sync.Mutex
+	session  string // the Mcp-Session-Id of initialize, if any
+	version  string // the protocol version initialize negotiated, if any
+	inflight map[string]context.CancelFunc
+}
+
+// handle serves one message from the client.
+func (b *stdioBridge) handle(ctx context.Context, line []byte) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta struct {
+				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+			RequestID json.RawMessage `json:"requestId"`
+			Name      json.RawMessage `json:"name"`
+			URI       json.RawMessage `json:"uri"`
+			TaskID    json.RawMessage `json:"taskId"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		b.write(json.RawMessage(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}`))
+		return
+	}
+	if m.Method == "notifications/cancelled" {
+		b.mu.Lock()
+		cancel := b.inflight[string(m.Params.RequestID)]
+		b.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		return
+	}
+	if m.Method != "" && m.ID != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		key := string(m.ID)
+		b.mu.Lock()
+		b.inflight[key] = cancel
+		b.mu.Unlock()
+		defer func() {
+			b.mu.Lock()
+			delete(b.inflight, key)
+			b.mu.Unlock()
+		}()
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(line))
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	b.mu.Lock()
+	session, version := b.session, b.version
+	b.mu.Unlock()
+	switch {
+	case m.Method == "initialize":
+	case session != "" || version != "":
+		h.Set("MCP-Protocol-Version", version)
+		if session != "" {
+			h.Set("Mcp-Session-Id", session)
+		}
+	case m.Params.Meta.ProtocolVersion != "":
+		h.Set("MCP-Protocol-Version", m.Params.Meta.ProtocolVersion)
+		h.Set("Mcp-Method", m.Method)
+		for _, raw := range []json.RawMessage{m.Params.Name, m.Params.URI, m.Params.TaskID} {
+			var name string
+			if json.Unmarshal(raw, &name) == nil {
+				h.Set("Mcp-Name", stdioHeaderValue(name))
+				break
+			}
+		}
+	}
+	b.roundTrip(req, m.ID, m.Method == "initialize")
+}
+
+// roundTrip serves req and writes the messages of its reply. For
+// initialize it keeps the session id and version of the reply.
+func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initialize bool) {
+	pr, pw := io.Pipe()
+	rw := &pipeResponse{header: http.Header{}, status: http.StatusOK, pw: pw, started: make(chan struct{})}
+	go func() {
+		b.h.ServeHTTP(rw, req)
+		rw.start()
+		pw.Close()
+	}()
+	<-rw.started
+	defer pr.Close()
+	if sid := rw.header.Get("Mcp-Session-Id"); initialize && sid != "" {
+		// Before the reply is written: the client's next request may
+		// follow it at once.
+		b.mu.Lock()
+		b.session = sid
+		b.mu.Unlock()
+	}
+	mt, _, _ := mime.ParseMediaType(rw.header.Get("Content-Type"))
+	switch mt {
+	case "text/event-stream":
+		br := bufio.NewReader(pr)
+		var data []byte
+		for {
+			line, err := br.ReadBytes('\n')
+			line = bytes.TrimRight(line, "\r\n")
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				data = append(data, bytes.TrimSpace(d)...)
+			} else if len(line) == 0 && len(data) > 0 {
+				b.reply(data, initialize)
+				data = nil
+			}
+			if err != nil {
+				return
+			}
+		}
+	case "application/json":
+		body, _ := io.ReadAll(pr)
+		b.reply(body, initialize)
+	default:
+		body, _ := io.ReadAll(pr)
+		if id == nil || rw.status < 300 {
+			return // an accepted notification or response
+		}
+		e, _ := json.Marshal(map[string]any{"code": codeInvalidRequest, "message": strings.TrimSpace(string(body))})
+		msg, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "error": e})
+		b.write(msg)
+	}
+}
+
+// reply writes one message of a reply; the result of initialize tells the
+// version of the session.
+func (b *stdioBridge) reply(msg []byte, initialize bool) {
+	if initialize {
+		var r struct {
+			Result struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(msg, &r) == nil && r.Result.ProtocolVersion != "" {
+			b.mu.Lock()
+			b.version = r.Result.ProtocolVersion
+			b.mu.Unlock()
+		}
+	}
+	b.write(msg)
+}
+
+// write writes msg on one line of out.
+func (b *stdioBridge) write(msg []byte) {
+	var buf bytes.Buffer
+	if json.Compact(&buf, msg) != nil {
+		return
+	}
+	buf.WriteByte('\n')
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	_, _ = b.out.Write(buf.Bytes())
+}
+
+// pipeResponse is an http.ResponseWriter whose body streams through a
+// pipe; started is closed when the header is written.
+type pipeResponse struct {
+	header  http.Header
+	status  int
+	pw      *io.PipeWriter
+	once    sync.Once
+	started chan struct{}
+}
+
+func (p *pipeResponse) Header() http.Header { return p.header }
+
+func (p *pipeResponse) WriteHeader(status int) {
+	p.once.Do(func() {
+		p.status = status
+		close(p.started)
+	})
+}
+
+func (p *pipeResponse) start() { p.WriteHeader(http.StatusOK) }
+
+func (p *pipeResponse) Write(b []byte) (int, error) {
+	p.start()
+	return p.pw.Write(b)
+}
+
+// Flush lets handlers stream: every Write already reaches the reader.
+func (p *pipeResponse) Flush() {}
+
+// stdioHeaderValue is the Mcp-Name value of name: as it is, or in the
+// =?base64?…?= form when it is not plain ASCII.
+func stdioHeaderValue(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return base64Prefix + base64.StdEncoding.EncodeToString([]byte(name)) + base64Suffix
+		}
+	}
+	return name
+}

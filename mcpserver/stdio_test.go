@@ -1,0 +1,165 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/fixtures"
+	"github.com/mcptasks/mcptasks/internal/tasktools"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// stdioPeer is the client end of a ServeStdio connection.
+type stdioPeer struct {
+	t     *testing.T
+	in    *io.PipeWriter
+	lines chan json.RawMessage
+	done  chan error
+}
+
+// startStdio serves the tasktools fixtures over a pipe until the test ends
+// or the peer closes its end.
+func startStdio(t *testing.T) *stdioPeer {
+	t.Helper()
+	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions()})
+	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.Start(context.Background())
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &stdioPeer{t: t, in: inW, lines: make(chan json.RawMessage, 16), done: make(chan error, 1)}
+	go func() {
+		p.done <- srv.ServeStdio(context.Background(), eng, inR, outW)
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			p.lines <- json.RawMessage(append([]byte(nil), sc.Bytes()...))
+		}
+		close(p.lines)
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = eng.Shutdown(ctx)
+	})
+	return p
+}
+
+// send writes one message, its _meta macros expanded.
+func (p *stdioPeer) send(msg string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.in, expandMeta(msg)+"\n"); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// next returns the next message of the server, as a map.
+func (p *stdioPeer) next() map[string]json.RawMessage {
+	p.t.Helper()
+	select {
+	case line, ok := <-p.lines:
+		if !ok {
+			p.t.Fatal("the server closed its output")
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(line, &m); err != nil {
+			p.t.Fatalf("not JSON: %s", line)
+		}
+		return m
+	case <-time.After(waitTimeout):
+		p.t.Fatal("no message from the server")
+	}
+	return nil
+}
+
+// TestStdio: one stdio connection speaks either era, as HTTP does: a
+// 2026-07-28 request carries its version in _meta; a 2025-11-25 session
+// starts with initialize, and a task's question reaches the client as a
+// request on the connection, whose answer is a line the client writes.
+// EOF on stdin ends ServeStdio.
+func TestStdio(t *testing.T) {
+	t.Run("2026-07-28", func(t *testing.T) {
+		p := startStdio(t)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":0.05}}}`)
+		m := p.next()
+		var cr struct {
+			ResultType string `json:"resultType"`
+			TaskID     string `json:"taskId"`
+		}
+		if err := json.Unmarshal(m["result"], &cr); err != nil || cr.ResultType != "task" || string(m["id"]) != "1" {
+			t.Fatalf("tools/call: %s", m["result"])
+		}
+		p.send(`{"jsonrpc":"2.0","id":"g","method":"tasks/get","params":{"_meta":$META,"taskId":"` + cr.TaskID + `"}}`)
+		if m := p.next(); string(m["id"]) != `"g"` || !strings.Contains(string(m["result"]), cr.TaskID) {
+			t.Fatalf("tasks/get: %s", m["result"])
+		}
+		p.in.Close()
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("ServeStdio: %v", err)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("ServeStdio did not return at EOF")
+		}
+	})
+	t.Run("2025-11-25", func(t *testing.T) {
+		p := startStdio(t)
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+		if m := p.next(); !strings.Contains(string(m["result"]), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+			t.Fatalf("initialize: %s", m["result"])
+		}
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}}`)
+		var cr struct {
+			Task struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		}
+		if m := p.next(); json.Unmarshal(m["result"], &cr) != nil || cr.Task.TaskID == "" {
+			t.Fatalf("tools/call: %s", m["result"])
+		}
+		id := cr.Task.TaskID
+		p.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+		var question map[string]json.RawMessage
+		for question == nil {
+			switch m := p.next(); {
+			case string(m["method"]) == `"elicitation/create"`:
+				question = m
+			case string(m["method"]) == `"notifications/tasks/status"`:
+			default:
+				t.Fatalf("before the question: %v", m)
+			}
+		}
+		if string(question["id"]) != `"t/`+id+`/confirm-delete"` {
+			t.Fatalf("question id %s", question["id"])
+		}
+		p.send(`{"jsonrpc":"2.0","id":` + string(question["id"]) + `,"result":{"action":"accept","content":{"confirm":true}}}`)
+		for {
+			m := p.next()
+			if string(m["id"]) == "3" {
+				if !strings.Contains(string(m["result"]), "Deleted a.txt") || !strings.Contains(string(m["result"]), "related-task") {
+					t.Errorf("tasks/result: %s", m["result"])
+				}
+				break
+			}
+		}
+	})
+}

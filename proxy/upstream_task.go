@@ -1,0 +1,127 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/client"
+	"github.com/mcptasks/mcptasks/engine"
+)
+
+// upstreamCancelTimeout bounds the tasks/cancel sent to the upstream when
+// a call that follows an upstream task is stopped.
+const upstreamCancelTimeout = 5 * time.Second
+
+// probeTasks finds out whether an HTTP upstream serves tasks of its own,
+// in either era: then calls go through mcptasks' client (callTask), which
+// asks for the upstream's task, follows it and forwards its questions.
+func (p *Proxy) probeTasks(ctx context.Context) {
+	if p.up.URL == "" {
+		return
+	}
+	c := p.upstreamClient(nil)
+	serves, err := c.ServesTasks(ctx)
+	if err != nil {
+		p.log.Debug("upstream task support unknown; calling it plainly", "upstream", p.name, "err", err)
+		return
+	}
+	if serves {
+		p.taskProtocol, _ = c.Protocol(ctx)
+		p.log.Info("upstream serves tasks; following them", "upstream", p.name, "protocolVersion", p.taskProtocol)
+	}
+}
+
+// upstreamClient returns mcptasks' client of the HTTP upstream, answering
+// questions with input.
+func (p *Proxy) upstreamClient(input client.InputHandler) *client.Client {
+	protocol := p.taskProtocol
+	if protocol == "" && (p.up.ProtocolVersion == client.ProtocolVersion || p.up.ProtocolVersion == client.LegacyProtocolVersion) {
+		protocol = p.up.ProtocolVersion
+	}
+	return client.New(p.up.URL, &client.Options{
+		HTTPClient: p.up.HTTPClient, ClientInfo: p.opts.ClientInfo, Logger: p.log, ProtocolVersion: protocol,
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}},
+		InputHandler: input,
+	})
+}
+
+// callTask calls the upstream tool name through mcptasks' client, with a
+// session of its own, for an upstream that serves tasks: if the upstream
+// makes the call a task, the call follows it to its end, and the
+// upstream's questions become this task's (as in call). A call that is
+// stopped cancels the upstream's task.
+func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	a := &asker{ctx: ctx, run: run, log: p.log}
+	c := p.upstreamClient(client.InputHandlerFunc(func(_ context.Context, _ string, req *client.InputRequest) (any, error) {
+		if req.Elicit == nil {
+			return nil, p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, req.Method, name)
+		}
+		q := *req.Elicit
+		q.Meta = nil // the upstream's related-task names a task this task's client does not know
+		answers, err := a.ask([]*mcp.ElicitParams{&q})
+		if err != nil {
+			return nil, err
+		}
+		return answers[0], nil
+	}))
+	if run.InTask() {
+		_ = run.SetStatus(ctx, fmt.Sprintf("Calling %s on %s", name, p.name))
+	}
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	cr, err := c.CallTool(ctx, name, args)
+	if err != nil {
+		return nil, p.taskCallError(ctx, a, name, err)
+	}
+	if cr.Task == nil {
+		return cr.Result, nil
+	}
+	p.log.Debug("following the upstream's task", "tool", name, "task", run.ID(), "upstream_task", cr.Task.ID)
+	res, err := cr.Task.Wait(ctx)
+	if err != nil && ctx.Err() != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
+		if cerr := cr.Task.Cancel(cctx); cerr != nil {
+			p.log.Warn("cancelling the upstream's task", "upstream_task", cr.Task.ID, "err", cerr)
+		}
+		cancel()
+	}
+	if err != nil {
+		return nil, p.taskCallError(ctx, a, name, err)
+	}
+	return res, nil
+}
+
+// taskCallError turns an error of callTask into the error that fails the
+// call.
+func (p *Proxy) taskCallError(ctx context.Context, a *asker, name string, err error) error {
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if ferr := a.failure(); ferr != nil {
+		return ferr
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code == jsonrpc.CodeInternalError && je.Data == nil {
+		return je // made by p.failure already (a question the proxy cannot forward)
+	}
+	var te *client.TaskError
+	var re *client.Error
+	switch {
+	case errors.As(err, &te) && te.Err != nil:
+		up := &jsonrpc.Error{Code: te.Err.Code, Message: te.Err.Message, Data: te.Err.Data}
+		return p.failure(up, "upstream %s: the task of tools/call %q failed with error %d: %s", p.name, name, te.Err.Code, te.Err.Message)
+	case errors.As(err, &te):
+		return p.failure(nil, "upstream %s: the task of tools/call %q ended %s", p.name, name, te.Status)
+	case errors.As(err, &re):
+		up := &jsonrpc.Error{Code: re.Code, Message: re.Message, Data: re.Data}
+		return p.failure(up, "upstream %s returned error %d for tools/call %q: %s", p.name, re.Code, name, re.Message)
+	}
+	return p.failure(nil, "upstream %s: tools/call %q failed: %v", p.name, name, err)
+}
