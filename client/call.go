@@ -64,7 +64,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 	}
 	if rt == resultTask {
 		var cr task.CreateResult
-		if err := json.Unmarshal(raw, &cr); err != nil || cr.TaskID == "" {
+		if err := json.Unmarshal(raw, &cr); err != nil {
+			return nil, invalidResult(k.method, "CreateTaskResult: %v", err)
+		}
+		if cr.TaskID == "" {
 			return nil, invalidResult(k.method, "a task result without a taskId: %s", snippet(raw))
 		}
 		st := statusFromInfo(&cr.Info)
