@@ -151,9 +151,10 @@ func (s *Store) runGroup(group []write, errs []error) error {
 // failure of the database.
 func ruleError(err error) bool {
 	var te *task.TransitionError
+	var ae *store.AnswerError
 	var nc noChange
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) ||
-		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &nc)
+		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &ae) || errors.As(err, &nc)
 }
 
 // noChange marks an error that a write returns before it changed anything,
