@@ -69,10 +69,13 @@ type serverConfig struct {
 	store store.Store
 	// allowedOrigins is mcpserver.Options.AllowedOrigins.
 	allowedOrigins []string
+	// register, if set, adds more tools to the server.
+	register func(*mcpserver.Server) error
 }
 
-// startServer starts a server with the fixtures of package tasktools on a
-// fresh memory store, and stops it when t ends.
+// startServer starts a server with the tools mcptasks serves by default
+// (the fixtures of packages fixtures and tasktools) on a fresh memory
+// store, and stops it when t ends.
 func startServer(t *testing.T, cfg serverConfig) *testClient {
 	t.Helper()
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
@@ -82,8 +85,14 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		TracerProvider:  cfg.tracerProvider,
 		AllowedOrigins:  cfg.allowedOrigins,
 	})
+	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)
+	}
+	if cfg.register != nil {
+		if err := cfg.register(srv); err != nil {
+			t.Fatalf("register: %v", err)
+		}
 	}
 	st := cfg.store
 	if st == nil {

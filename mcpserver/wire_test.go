@@ -243,7 +243,10 @@ func (r *replay) request() {
 		}
 	}
 	if r.sseAsJSON && resp.class == "sse" {
+		// The fast path's JSON reply is what go-sdk's SSE stream carries,
+		// without the stream's header.
 		resp.class = "json"
+		resp.header.Del("X-Accel-Buffering")
 	}
 	got, err := formatResponse(r.n, resp)
 	if err != nil {
@@ -278,7 +281,7 @@ func (r *replay) request() {
 		w := strings.TrimRight(string(want.data), "\n")
 		if r.sseAsJSON {
 			if status, rest, ok := strings.Cut(w, " sse\n"); ok {
-				w = status + " json\n" + rest
+				w = status + " json\n" + strings.TrimPrefix(rest, "X-Accel-Buffering: no\n")
 			}
 		}
 		if w != got {
@@ -419,11 +422,21 @@ func bodyMethod(body []byte) string {
 	return m.Method
 }
 
+// contractHeaders are the response headers that transcripts show, where
+// present: those the specs make part of the contract.
+var contractHeaders = []string{"Retry-After", "WWW-Authenticate", "X-Accel-Buffering"}
+
 // formatResponse renders a response as a transcript shows it: "STATUS
-// CLASS", then each JSON-RPC message, normalised and indented.
+// CLASS", the contract headers, then each JSON-RPC message, normalised and
+// indented.
 func formatResponse(n *normalizer, r *rawResponse) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s", r.status, r.class)
+	for _, h := range contractHeaders {
+		for _, v := range r.header.Values(h) {
+			fmt.Fprintf(&b, "\n%s: %s", h, v)
+		}
+	}
 	switch r.class {
 	case "json", "sse":
 		for _, m := range r.messages {
