@@ -107,8 +107,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 
 // admit is the one gate of a tools/call of t, for both routes: capability
 // gating first (the Tasks extension for a task-only call, and the tool's
-// Requires), then the arguments (TASKS-SPEC §7.14). It reports whether the
-// call runs as a task, or the error to answer with.
+// Requires), then the arguments (TASKS-SPEC §7.14): their size and depth,
+// then, unless the client has gone, the tool's input schema. It reports
+// whether the call runs as a task, or the error to answer with.
 func (s *Server) admit(ctx context.Context, t *toolEntry, version string, caps, args json.RawMessage) (asTask bool, err error) {
 	declared := DeclaresTasks(version, caps)
 	mode := t.mode(ctx, args)
@@ -118,6 +119,12 @@ func (s *Server) admit(ctx context.Context, t *toolEntry, version string, caps, 
 	}
 	if !missing.empty() {
 		return false, missingCapabilities("tool "+t.tool.Name, missing)
+	}
+	if err := s.limits.checkArguments(t.tool.Name, args); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // the client has gone: validate nothing for it
 	}
 	if err := t.validate(args); err != nil {
 		return false, err

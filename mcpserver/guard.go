@@ -11,7 +11,8 @@ import (
 )
 
 // guard checks what go-sdk does not, before anything else runs: the
-// request's Origin (else HTTP 403, see checkOrigin), the Mcp-Name header of
+// request's Origin (else HTTP 403, see checkOrigin), the limits on the work
+// a body may cause (limits.go), the Mcp-Name header of
 // tasks/get, tasks/update and tasks/cancel, which must equal params.taskId
 // (else HTTP 400 and -32020), and a body that is not one JSON-RPC message
 // gets a JSON-RPC error body, not plain text. Every other request passes
@@ -42,10 +43,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Before anything decodes the body: deep nesting makes decoding
+		// and validation slow beyond its size (see limits.go).
+		if err := s.limits.checkDepth("the request", body); err != nil {
+			writeRPCError(w, nil, err)
+			return
+		}
 		var msg message
 		if code, err := msg.parse(body); err != "" {
 			writeError(w, http.StatusBadRequest, nil, code, err)
 			return
+		}
+		if msg.Method == "tools/call" {
+			if err := s.limits.checkArguments(msg.Params.Name, msg.Params.Arguments); err != nil {
+				writeRPCError(w, msg.ID, err)
+				return
+			}
 		}
 		switch msg.Method {
 		case "subscriptions/listen":

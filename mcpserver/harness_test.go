@@ -69,6 +69,9 @@ type serverConfig struct {
 	store store.Store
 	// allowedOrigins is mcpserver.Options.AllowedOrigins.
 	allowedOrigins []string
+	// maxJSONDepth and maxArgumentsBytes are the Options fields.
+	maxJSONDepth      int
+	maxArgumentsBytes int64
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
 }
@@ -84,6 +87,9 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		DisableFastPath: cfg.noFastPath,
 		TracerProvider:  cfg.tracerProvider,
 		AllowedOrigins:  cfg.allowedOrigins,
+
+		MaxJSONDepth:      cfg.maxJSONDepth,
+		MaxArgumentsBytes: cfg.maxArgumentsBytes,
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {

@@ -35,6 +35,13 @@ type Options struct {
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
+	// MaxJSONDepth bounds how deeply a request body's JSON may nest
+	// (DefaultMaxJSONDepth if zero). A deeper body is refused with -32602
+	// and HTTP 400 before anything decodes it.
+	MaxJSONDepth int
+	// MaxArgumentsBytes bounds the arguments of a tools/call
+	// (DefaultMaxArgumentsBytes if zero); larger ones get -32602.
+	MaxArgumentsBytes int64
 	// MinPollInterval, if positive, limits how often a principal may
 	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
@@ -75,6 +82,7 @@ type Server struct {
 	tools      map[string]*toolEntry
 	eng        *engine.Engine
 	origins    *http.CrossOriginProtection
+	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
 	trc        trace.Tracer // nil without Options.TracerProvider
 }
@@ -91,6 +99,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
+	s.limits = limits{depth: s.opts.MaxJSONDepth, args: s.opts.MaxArgumentsBytes}
+	if s.limits.depth <= 0 {
+		s.limits.depth = DefaultMaxJSONDepth
+	}
+	if s.limits.args <= 0 {
+		s.limits.args = DefaultMaxArgumentsBytes
+	}
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal
 	}

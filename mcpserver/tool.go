@@ -174,11 +174,13 @@ func (e *toolEntry) mode(ctx context.Context, args json.RawMessage) TaskMode {
 	return e.opts.Task
 }
 
-// validate checks args against the tool's input schema.
+// validate checks args against the tool's input schema. The caller has
+// bounded their size and depth (limits.go). They are decoded with
+// encoding/json, in time linear in their size.
 func (e *toolEntry) validate(args json.RawMessage) error {
 	var v any = map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
-		if err := decodeJSON(args, &v); err != nil {
+		if err := json.Unmarshal(args, &v); err != nil {
 			return invalidParams("invalid arguments for tool %q: %v", e.tool.Name, err)
 		}
 	}

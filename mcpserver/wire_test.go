@@ -357,6 +357,18 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 			cfg.maxBodyBytes = n
 		case "allowed-origins":
 			cfg.allowedOrigins = strings.Fields(v)
+		case "max-json-depth":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return err
+			}
+			cfg.maxJSONDepth = n
+		case "max-arguments-bytes":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			cfg.maxArgumentsBytes = n
 		default:
 			return fmt.Errorf("unknown key %q", k)
 		}

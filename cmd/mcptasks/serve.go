@@ -23,6 +23,8 @@ type serveFlags struct {
 	listen            string
 	authTokens        string
 	maxBodyBytes      int64
+	maxJSONDepth      int
+	maxArgumentsBytes int64
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
@@ -62,6 +64,8 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
+	fl.IntVar(&f.maxJSONDepth, "max-json-depth", mcpserver.DefaultMaxJSONDepth, "deepest nesting of JSON objects and arrays a request body may have; deeper bodies get HTTP 400 and -32602 before anything decodes them")
+	fl.Int64Var(&f.maxArgumentsBytes, "max-arguments-bytes", mcpserver.DefaultMaxArgumentsBytes, "largest tools/call arguments accepted, in bytes; larger ones get -32602")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
@@ -70,6 +74,12 @@ process once their lease expires.`,
 func serve(ctx context.Context, f *serveFlags) error {
 	if f.maxBodyBytes <= 0 {
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
+	}
+	if f.maxJSONDepth <= 0 {
+		return fmt.Errorf("--max-json-depth must be positive, got %d", f.maxJSONDepth)
+	}
+	if f.maxArgumentsBytes <= 0 {
+		return fmt.Errorf("--max-arguments-bytes must be positive, got %d", f.maxArgumentsBytes)
 	}
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
@@ -107,7 +117,8 @@ func serve(ctx context.Context, f *serveFlags) error {
 		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
-		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
+		maxBody: f.maxBodyBytes, maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes,
+		minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
 	})
 	if err != nil {
 		ln.Close()
