@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/mcptasks/mcptasks/client"
+	"github.com/mcptasks/mcptasks/internal/txtar"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden sections of testdata/wire/*.txtar")
@@ -44,38 +45,13 @@ func TestTranscripts(t *testing.T) {
 	}
 }
 
-// txtarFile is one section of a txtar archive.
-type txtarFile struct {
-	name string
-	data string
-}
-
-// parseTxtar splits a txtar archive into its comment and sections.
-func parseTxtar(data string) (comment string, files []txtarFile) {
-	lines := strings.SplitAfter(data, "\n")
-	var cur *txtarFile
-	for _, l := range lines {
-		s := strings.TrimRight(l, "\n")
-		if strings.HasPrefix(s, "-- ") && strings.HasSuffix(s, " --") && len(s) >= len("-- x --") {
-			files = append(files, txtarFile{name: strings.TrimSpace(s[3 : len(s)-3])})
-			cur = &files[len(files)-1]
-			continue
-		}
-		if cur == nil {
-			comment += l
-		} else {
-			cur.data += l
-		}
-	}
-	return comment, files
-}
-
 func replayClient(t *testing.T, path string) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	comment, files := parseTxtar(string(raw))
+	a := txtar.Parse(raw)
+	files := a.Files
 	var reply string // the body the server sends next
 	f, url := startFake(t, func(w http.ResponseWriter, n int, req map[string]json.RawMessage) {
 		status, body, _ := strings.Cut(reply, "\n")
@@ -88,45 +64,41 @@ func replayClient(t *testing.T, path string) {
 	c := client.New(url, nil)
 	ctx := testContext(t)
 	var tk *client.Task
-	out := []txtarFile{}
+	var out []txtar.File
 	for i := 0; i < len(files); i++ {
 		file := files[i]
-		label, kind, _ := strings.Cut(file.name, ": ")
+		label, kind, _ := strings.Cut(file.Name, ": ")
 		if kind != "do" {
-			t.Fatalf("%s: section %q: want a %q section", path, file.name, label+": do")
+			t.Fatalf("%s: section %q: want a %q section", path, file.Name, label+": do")
 		}
-		if i+1 >= len(files) || files[i+1].name != label+": reply" {
-			t.Fatalf("%s: %q has no %q section", path, file.name, label+": reply")
+		if i+1 >= len(files) || files[i+1].Name != label+": reply" {
+			t.Fatalf("%s: %q has no %q section", path, file.Name, label+": reply")
 		}
-		reply = strings.TrimRight(files[i+1].data, "\n")
+		reply = strings.TrimRight(string(files[i+1].Data), "\n")
 		out = append(out, file, files[i+1])
 		i++
 		n := len(f.seen)
-		outcome := doStep(ctx, c, &tk, strings.TrimSpace(file.data))
+		outcome := doStep(ctx, c, &tk, strings.TrimSpace(string(file.Data)))
 		if len(f.seen) != n+1 {
 			t.Fatalf("%s: %s: the client sent %d requests, want 1", path, label, len(f.seen)-n)
 		}
 		got := map[string]string{"request": formatSent(f.seen[n], f.bodies[n]), "outcome": outcome}
 		for _, k := range []string{"request", "outcome"} {
 			name := label + ": " + k
-			if i+1 < len(files) && files[i+1].name == name {
+			if i+1 < len(files) && files[i+1].Name == name {
 				i++
-				if want := strings.TrimRight(files[i].data, "\n"); !*updateGolden && want != got[k] {
+				if want := strings.TrimRight(string(files[i].Data), "\n"); !*updateGolden && want != got[k] {
 					t.Errorf("%s: %s differs:\nwant:\n%s\ngot:\n%s", path, name, want, got[k])
 				}
 			} else if !*updateGolden {
 				t.Errorf("%s: no %q section; run with -update", path, name)
 			}
-			out = append(out, txtarFile{name: name, data: got[k] + "\n"})
+			out = append(out, txtar.File{Name: name, Data: []byte(got[k] + "\n")})
 		}
 	}
 	if *updateGolden {
-		var b strings.Builder
-		b.WriteString(comment)
-		for _, f := range out {
-			fmt.Fprintf(&b, "-- %s --\n%s", f.name, f.data)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		a.Files = out
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

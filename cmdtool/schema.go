@@ -66,13 +66,7 @@ func (p *parser) walkSchema(n *yaml.Node, field string) {
 				p.walkSchema(s, fmt.Sprintf("%s[%d]", f, j))
 			}
 		case slices.Contains(schemaMapKeywords, k):
-			if v.Kind != yaml.MappingNode {
-				p.errorf(v, f, "%s: want a mapping of names to schemas", describe(v))
-				continue
-			}
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				p.walkSchema(v.Content[j+1], f+"."+v.Content[j].Value)
-			}
+			p.eachValue(v, f, "a mapping of names to schemas", p.walkSchema)
 		case slices.Contains(countKeywords, k):
 			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || strings.HasPrefix(v.Value, "-") {
 				p.errorf(v, f, "%s: want a whole number, 0 or more", describe(v))
@@ -96,14 +90,20 @@ func (p *parser) walkSchema(n *yaml.Node, field string) {
 				p.errorf(v, f, "%s: want a list", describe(v))
 			}
 		case slices.Contains(stringListsKeywords, k):
-			if v.Kind != yaml.MappingNode {
-				p.errorf(v, f, "%s: want a mapping of property names to lists of names", describe(v))
-				continue
-			}
-			for j := 0; j+1 < len(v.Content); j += 2 {
-				p.checkStrings(v.Content[j+1], f+"."+v.Content[j].Value)
-			}
+			p.eachValue(v, f, "a mapping of property names to lists of names", p.checkStrings)
 		}
+	}
+}
+
+// eachValue checks each value of the mapping v (at field) with check, or
+// reports that v is not a mapping, what is wanted.
+func (p *parser) eachValue(v *yaml.Node, field, want string, check func(*yaml.Node, string)) {
+	if v.Kind != yaml.MappingNode {
+		p.errorf(v, field, "%s: want %s", describe(v), want)
+		return
+	}
+	for j := 0; j+1 < len(v.Content); j += 2 {
+		check(v.Content[j+1], field+"."+v.Content[j].Value)
 	}
 }
 

@@ -52,11 +52,12 @@ func missingTasksCapability(what string) error {
 func missingCapabilities(what string, n needs) error {
 	data, _ := json.Marshal(map[string]any{"requiredCapabilities": n.capabilitiesJSON()}) // maps of maps always encode
 	var msg string
-	if len(n.extensions) == 1 && n.minus(needs{extensions: n.extensions}).empty() {
+	switch names := n.names(); {
+	case len(names) == 1 && len(n.extensions) == 1:
 		msg = what + " requires the " + n.extensions[0] + " extension; declare it in _meta clientCapabilities.extensions"
-	} else if names := n.names(); len(names) == 1 {
+	case len(names) == 1:
 		msg = what + " requires the client capability " + names[0] + "; declare it in _meta clientCapabilities"
-	} else {
+	default:
 		msg = what + " requires the client capabilities " + strings.Join(names, ", ") + "; declare them in _meta clientCapabilities"
 	}
 	return &jsonrpc.Error{Code: codeMissingCapability, Message: msg, Data: data}

@@ -1,18 +1,11 @@
 package mcpserver_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcptasks/mcptasks/engine"
-	"github.com/mcptasks/mcptasks/mcpserver"
-	"github.com/mcptasks/mcptasks/store/memory"
 )
 
 // deepBody returns a tools/call of tool whose arguments hold arrays nested
@@ -58,26 +51,14 @@ func TestLimits_DeepBodiesWhilePolling(t *testing.T) {
 // task-creating tools/call whose arguments nest 10,000 and 100,000 levels
 // deep (20 and 195 KiB), handler only, through the guard's scan.
 func BenchmarkDeepBody(b *testing.B) {
-	srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "echo"}, mcpserver.ToolOptions{Task: mcpserver.TaskOptional},
-		func(_ context.Context, _ *engine.Run, in map[string]any) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(len(in))}}}, nil
-		})
-	if err != nil {
-		b.Fatal(err)
-	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := srv.Handler(eng)
+	h := benchHandler(b, nil)
 	for _, depth := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprint(depth), func(b *testing.B) {
-			body := expandMeta(deepBody("echo", depth))
+			body := expandMeta(deepBody("wait", depth))
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if rec := postRequest(h, "tools/call", "echo", body); rec.Code != http.StatusBadRequest {
+				if rec := postRequest(h, "tools/call", "wait", body); rec.Code != http.StatusBadRequest {
 					b.Fatalf("HTTP %d: %.200s", rec.Code, rec.Body)
 				}
 			}
