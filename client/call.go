@@ -98,7 +98,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 		}
 	}
 	if leg != nil {
-		k.noSwitch = false
+		// 2025-11-25 requests carry no _meta, and its servers know no
+		// idempotency key: the call is not retried.
+		delete(k.params, "_meta")
+		k.noSwitch, k.keyed = false, false
 		if support, err := leg.taskSupport(ctx, c, name); err != nil {
 			return nil, err
 		} else if support == "optional" || support == "required" {
@@ -112,7 +115,10 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 	switch {
 	case rt == resultTask:
 		var cr task.CreateResult
-		if err := json.Unmarshal(raw, &cr); err != nil || cr.TaskID == "" {
+		if err := json.Unmarshal(raw, &cr); err != nil {
+			return nil, invalidResult(k.method, "CreateTaskResult: %v", err)
+		}
+		if cr.TaskID == "" {
 			return nil, invalidResult(k.method, "a task result without a taskId: %s", snippet(raw))
 		}
 		st = statusFromInfo(&cr.Info)

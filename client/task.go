@@ -58,8 +58,16 @@ func statusFromInfo(in *task.Info) *TaskStatus {
 	return &TaskStatus{
 		TaskID: in.TaskID, Status: in.Status, StatusMessage: in.StatusMessage,
 		CreatedAt: parseTime(in.CreatedAt), LastUpdatedAt: parseTime(in.LastUpdatedAt),
-		TTLMs: in.TTLMs, PollIntervalMs: in.PollIntervalMs, seenAt: now(),
+		TTLMs: int64p(in.TTLMs), PollIntervalMs: int64p(in.PollIntervalMs), seenAt: now(),
 	}
+}
+
+func int64p(m *task.Millis) *int64 {
+	if m == nil {
+		return nil
+	}
+	n := int64(*m)
+	return &n
 }
 
 // Task is a handle on a task of one server. It is safe for concurrent use.

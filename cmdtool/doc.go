@@ -24,8 +24,15 @@
 //	    retry: {rerun: true, max_attempts: 3}   # re-run after a lost worker (default: fail)
 //	    confirm: "Run the tests in {dir}?"      # ask before the task is created
 //	    progress: '^(?:ok|FAIL)\s'     # output lines that become the status message
-//	    output_limit: 64KiB             # stdout kept in the result (default 64KiB)
+//	    output_limit: 64KiB             # stdout kept in the result: 1 byte to 16MiB, units B, KB, KiB, MB, MiB (default 64KiB)
 //	    grace: 5s                       # SIGTERM to SIGKILL when stopped (default 5s)
+//
+// The file is checked at load, and each mistake is reported with the file,
+// line and field: input_schema as JSON Schema 2020-12 (every keyword's
+// value of the right shape, "type" one of array, boolean, integer, null,
+// number, object, string; patterns, $refs and defaults that compile),
+// durations and sizes within their ranges, placeholders that name
+// properties of the schema.
 //
 // # Placeholders
 //

@@ -79,20 +79,31 @@ func (p *parser) pattern(n *yaml.Node, field string) *regexp.Regexp {
 	return re
 }
 
-var sizeRE = regexp.MustCompile(`^(\d+)\s*(B|KiB|MiB|KB|MB)?$`)
+var sizeRE = regexp.MustCompile(`^(\d+)\s*([A-Za-z]*)$`)
 
-// size parses a byte count: a whole number or one with a unit, e.g.
-// 65536, 64KiB, 1MiB, 100KB.
+// sizeUnits are the units a size may have, by how many bytes each is.
+var sizeUnits = map[string]int64{
+	"": 1, "B": 1,
+	"KB": 1000, "MB": 1000 * 1000, "GB": 1000 * 1000 * 1000, "TB": 1000 * 1000 * 1000 * 1000,
+	"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40,
+}
+
+// size parses a byte count, 1 byte to MaxOutputLimit: a whole number or
+// one with a unit, e.g. 65536, 64KiB, 1MiB, 100KB.
 func (p *parser) size(n *yaml.Node, field string) (int, bool) {
 	m := sizeRE.FindStringSubmatch(n.Value)
 	if n.Kind != yaml.ScalarNode || m == nil {
-		p.errorf(n, field, "%s is not a size (use bytes, or e.g. 64KiB, 1MiB)", describe(n))
+		p.errorf(n, field, "%s is not a size (use bytes, or a whole number with a unit, e.g. 64KiB, 1MiB)", describe(n))
+		return 0, false
+	}
+	mult, ok := sizeUnits[m[2]]
+	if !ok {
+		p.errorf(n, field, "%s: unknown unit %q (use B, KB, KiB, MB, MiB, GB or GiB)", n.Value, m[2])
 		return 0, false
 	}
 	v, err := strconv.ParseInt(m[1], 10, 64)
-	mult := map[string]int64{"": 1, "B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "KB": 1000, "MB": 1000 * 1000}[m[2]]
 	if err != nil || v <= 0 || v > MaxOutputLimit/mult {
-		p.errorf(n, field, "%s is out of range (1 byte to %dMiB)", n.Value, MaxOutputLimit>>20)
+		p.errorf(n, field, "%s is out of range: the allowed range is 1 byte to %dMiB", n.Value, MaxOutputLimit>>20)
 		return 0, false
 	}
 	return int(v * mult), true
@@ -114,6 +125,9 @@ func describe(n *yaml.Node) string {
 func (p *parser) schema(n *yaml.Node, field string) (map[string]any, *jsonschema.Resolved) {
 	if n.Kind != yaml.MappingNode {
 		p.errorf(n, field, "want a JSON Schema object, e.g. {type: object, properties: {...}}")
+		return nil, nil
+	}
+	if !p.checkSchema(n, field) {
 		return nil, nil
 	}
 	var v any

@@ -89,7 +89,7 @@ func Example() {
 
 	accepted, err := eng.Update(ctx, "alice", rec.ID, map[string]json.RawMessage{
 		"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`),
-	})
+	}, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

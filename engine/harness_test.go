@@ -194,7 +194,7 @@ func update(t *testing.T, e *Engine, id string, answers map[string]string) []str
 	for k, v := range answers {
 		m[k] = json.RawMessage(v)
 	}
-	acc, err := e.Update(bg, principal, id, m)
+	acc, err := e.Update(bg, principal, id, m, nil)
 	if err != nil {
 		t.Fatalf("Update: %v", err)
 	}

@@ -135,7 +135,7 @@ func TestNotFoundIsUniform(t *testing.T) {
 			call func(principal, id string) error
 		}{
 			{"Get", func(p, id string) error { _, err := e.Get(bg, p, id); return err }},
-			{"Update", func(p, id string) error { _, err := e.Update(bg, p, id, answer); return err }},
+			{"Update", func(p, id string) error { _, err := e.Update(bg, p, id, answer, nil); return err }},
 			{"Cancel", func(p, id string) error { return e.Cancel(bg, p, id) }},
 		}
 		for _, tt := range tests {

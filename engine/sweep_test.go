@@ -52,7 +52,7 @@ func TestTTL(t *testing.T) {
 				if _, err := e.Get(bg, principal, r.ID); err != ErrNotFound {
 					t.Errorf("at createdAt+TTL: Get = %v, want ErrNotFound", err)
 				}
-				if _, err := e.Update(bg, principal, r.ID, map[string]json.RawMessage{"k": json.RawMessage(accept("x"))}); err != ErrNotFound {
+				if _, err := e.Update(bg, principal, r.ID, map[string]json.RawMessage{"k": json.RawMessage(accept("x"))}, nil); err != ErrNotFound {
 					t.Errorf("at createdAt+TTL: Update = %v, want ErrNotFound", err)
 				}
 				if err := e.Cancel(bg, principal, r.ID); err != ErrNotFound {

@@ -148,11 +148,14 @@ func (e *Engine) Get(ctx context.Context, principal, id string) (*task.Record, e
 
 // Update delivers input responses to the principal's task. Responses for
 // keys that are not outstanding are ignored. It returns the keys accepted.
-func (e *Engine) Update(ctx context.Context, principal, id string, responses map[string]json.RawMessage) ([]string, error) {
+// check, if not nil, is called for each response to an outstanding key
+// with the request it answers (see [store.AnswerParams]); if it refuses
+// one, nothing is stored and the error is a *store.AnswerError.
+func (e *Engine) Update(ctx context.Context, principal, id string, responses map[string]json.RawMessage, check store.AnswerCheck) ([]string, error) {
 	if !task.ValidID(id) {
 		return nil, ErrNotFound
 	}
-	accepted, err := e.st.Answer(ctx, store.AnswerParams{ID: id, Principal: principal, Now: e.now(), Responses: responses})
+	accepted, err := e.st.Answer(ctx, store.AnswerParams{ID: id, Principal: principal, Now: e.now(), Responses: responses, Check: check})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
 	}

@@ -22,20 +22,7 @@ func BenchmarkTasksGet(b *testing.B) {
 		off  bool
 	}{{"fast", false}, {"sdk", true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, &mcpserver.Options{DisableFastPath: bc.off})
-			err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-				func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
-					<-ctx.Done()
-					return nil, ctx.Err()
-				})
-			if err != nil {
-				b.Fatal(err)
-			}
-			eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			h := srv.Handler(eng)
+			h := benchHandler(b, &mcpserver.Options{DisableFastPath: bc.off})
 			created := benchPost(b, h, "tools/call", "wait", `"name":"wait","arguments":{}`)
 			var res struct {
 				Result struct {
@@ -53,6 +40,25 @@ func BenchmarkTasksGet(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchHandler returns the handler of a server with one tool, "wait",
+// which runs as a task until it is cancelled; no worker runs it.
+func benchHandler(b *testing.B, opts *mcpserver.Options) http.Handler {
+	srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, opts)
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return srv.Handler(eng)
 }
 
 func benchPost(b *testing.B, h http.Handler, method, name, params string) []byte {

@@ -49,6 +49,16 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				return s.callTool(ctx, r, next)
 			}
+		case "prompts/get":
+			if r, ok := req.(*mcp.GetPromptRequest); ok && r.Params != nil {
+				res, err := next(ctx, method, req)
+				return checkRound(r.ProtocolVersion(), rawClientCapabilities(sdkMeta(req)), "prompt "+r.Params.Name, res, err)
+			}
+		case "resources/read":
+			if r, ok := req.(*mcp.ReadResourceRequest); ok && r.Params != nil {
+				res, err := next(ctx, method, req)
+				return checkRound(r.ProtocolVersion(), rawClientCapabilities(sdkMeta(req)), "resource "+r.Params.URI, res, err)
+			}
 		case methodGet, methodUpdate, methodCancel:
 			meta := sdkMeta(req)
 			v, _ := req.(versioned)
@@ -69,24 +79,21 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // callTool serves a tools/call: synchronously through next, as an MRTR
 // round, or as a new task.
 func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
-	t := s.tools[req.Params.Name]
-	if t == nil {
-		return next(ctx, "tools/call", req) // a plain go-sdk tool, or unknown
-	}
-	// Capability gating comes before argument validation (TASKS-SPEC §7.14).
-	args := req.Params.Arguments
 	meta := sdkMeta(req)
 	caps := rawClientCapabilities(meta)
-	declared := DeclaresTasks(req.ProtocolVersion(), caps)
-	mode := t.mode(ctx, args)
-	if mode == TaskRequired && !declared {
-		return nil, missingTasksCapability("tool " + t.tool.Name)
+	t := s.tools[req.Params.Name]
+	if t == nil { // a plain go-sdk tool, or unknown
+		res, err := next(ctx, "tools/call", req)
+		return checkRound(req.ProtocolVersion(), caps, "tool "+req.Params.Name, res, err)
 	}
-	if err := t.validate(args); err != nil {
+	args := req.Params.Arguments
+	asTask, err := s.admit(ctx, t, req.ProtocolVersion(), caps, args)
+	if err != nil {
 		return nil, err
 	}
-	if mode == TaskNever || !declared {
-		return next(ctx, "tools/call", req)
+	if !asTask {
+		res, err := next(ctx, "tools/call", req)
+		return checkRound(req.ProtocolVersion(), caps, "tool "+t.tool.Name, res, err)
 	}
 	key, err := sdkIdempotencyKey(meta)
 	if err != nil {
@@ -95,11 +102,63 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	if t.opts.Prepare != nil {
 		a, round, err := t.opts.Prepare(ctx, req, args)
 		if err != nil || round != nil {
-			return round, err
+			return checkRound(req.ProtocolVersion(), caps, "tool "+t.tool.Name, round, err)
 		}
 		args = a
 	}
 	return s.createTask(ctx, t, args, caps, key, s.opts.Principal(req.GetExtra()), requestHeader(req), meta)
+}
+
+// admit is the one gate of a tools/call of t, for both routes: capability
+// gating first (the Tasks extension for a task-only call, and the tool's
+// Requires), then the arguments (TASKS-SPEC §7.14): their size and depth,
+// then, unless the client has gone, the tool's input schema. It reports
+// whether the call runs as a task, or the error to answer with.
+func (s *Server) admit(ctx context.Context, t *toolEntry, version string, caps, args json.RawMessage) (asTask bool, err error) {
+	declared := DeclaresTasks(version, caps)
+	mode := t.mode(ctx, args)
+	missing := t.requires.minus(parseCaps(caps).has())
+	if mode == TaskRequired && !declared {
+		missing = missing.union(needs{extensions: []string{task.ExtensionID}})
+	}
+	if !missing.empty() {
+		return false, missingCapabilities("tool "+t.tool.Name, missing)
+	}
+	if err := s.limits.checkArguments(t.tool.Name, args); err != nil {
+		return false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // the client has gone: validate nothing for it
+	}
+	if err := t.validate(args); err != nil {
+		return false, err
+	}
+	return mode != TaskNever && declared, nil
+}
+
+// checkRound passes on res and err, unless res is an MRTR round (an
+// input_required result) asking for input of a kind that the request,
+// of what, did not declare: a server must not send such a request
+// (TASKS-SPEC §2.9), so the answer is -32021 naming what is missing.
+func checkRound(version string, caps json.RawMessage, what string, res mcp.Result, err error) (mcp.Result, error) {
+	if err != nil || res == nil || version < task.ProtocolVersion {
+		return res, err
+	}
+	var reqs mcp.InputRequestMap
+	switch r := res.(type) {
+	case *InputRequiredResult:
+		reqs = r.InputRequests
+	case *mcp.CallToolResult:
+		reqs = r.InputRequests
+	case *mcp.GetPromptResult:
+		reqs = r.InputRequests
+	case *mcp.ReadResourceResult:
+		reqs = r.InputRequests
+	}
+	if missing := inputRequestsNeeds(reqs).minus(parseCaps(caps).has()); !missing.empty() {
+		return nil, missingCapabilities(what, missing)
+	}
+	return res, nil
 }
 
 // createTask creates a task of tool t and returns its CreateTaskResult;

@@ -7,12 +7,11 @@ import (
 	"testing"
 )
 
-// TestMissingCapability checks the parts of the -32021 answer that are
-// right today, independently of the golden missing_capability transcript
-// (which is marked as a known bug): every tasks/* request and every call
-// of a task-only tool from a client that does not declare the extension
-// gets HTTP 400 and -32021 whose data.requiredCapabilities names the
-// extension (TASKS-SPEC §3.2).
+// TestMissingCapability checks the -32021 answer apart from the golden
+// missing_capability transcript and its wording: every tasks/* request
+// and every call of a task-only tool from a client that does not declare
+// the extension gets HTTP 400 and -32021 whose data.requiredCapabilities
+// names the extension (TASKS-SPEC §3.2).
 func TestMissingCapability(t *testing.T) {
 	t.Parallel()
 	c := startServer(t, serverConfig{})

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -41,13 +43,24 @@ var errTaskNotFound = &jsonrpc.Error{Code: codeInvalidParams, Message: "Failed t
 // missingTasksCapability returns the -32021 error for a request that needs
 // the Tasks extension the client did not declare.
 func missingTasksCapability(what string) error {
-	// Written out: encoding mcp.ClientCapabilities would add "roots":{}.
-	data := json.RawMessage(`{"requiredCapabilities":{"extensions":{"` + task.ExtensionID + `":{}}}}`)
-	return &jsonrpc.Error{
-		Code:    codeMissingCapability,
-		Message: fmt.Sprintf("%s requires the %s extension; declare it in _meta clientCapabilities.extensions", what, task.ExtensionID),
-		Data:    data,
+	return missingCapabilities(what, needs{extensions: []string{task.ExtensionID}})
+}
+
+// missingCapabilities returns the -32021 error for what, which needs the
+// capabilities n that the request did not declare: data.requiredCapabilities
+// names them (TASKS-SPEC §2.4).
+func missingCapabilities(what string, n needs) error {
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": n.capabilitiesJSON()}) // maps of maps always encode
+	var msg string
+	switch names := n.names(); {
+	case len(names) == 1 && len(n.extensions) == 1:
+		msg = what + " requires the " + n.extensions[0] + " extension; declare it in _meta clientCapabilities.extensions"
+	case len(names) == 1:
+		msg = what + " requires the client capability " + names[0] + "; declare it in _meta clientCapabilities"
+	default:
+		msg = what + " requires the client capabilities " + strings.Join(names, ", ") + "; declare them in _meta clientCapabilities"
 	}
+	return &jsonrpc.Error{Code: codeMissingCapability, Message: msg, Data: data}
 }
 
 func invalidParams(format string, args ...any) error {
@@ -55,11 +68,16 @@ func invalidParams(format string, args ...any) error {
 }
 
 // taskError maps an engine error to the JSON-RPC error of a tasks/* reply:
-// the one not-found error, or an internal error that tells the client
-// nothing of the server's insides (the cause is logged).
+// the one not-found error, -32602 naming the input key and the field of an
+// answer that checkAnswer refused, or an internal error that tells the
+// client nothing of the server's insides (the cause is logged).
 func (s *Server) taskError(method string, err error) error {
-	if errors.Is(err, engine.ErrNotFound) {
+	var ae *store.AnswerError
+	switch {
+	case errors.Is(err, engine.ErrNotFound):
 		return errTaskNotFound
+	case errors.As(err, &ae):
+		return invalidParams("params.inputResponses[%q]: %v; the input is still waiting for a valid answer", ae.Key, ae.Err)
 	}
 	s.log.Error(method, "err", err)
 	return &jsonrpc.Error{Code: codeInternalError, Message: "Internal error; try again"}

@@ -44,13 +44,14 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 
 // serveCreate answers a tools/call that creates a task without go-sdk, on
 // the same terms as serveTaskMethod. It takes only calls that the
-// middleware would turn into a task at once: a task-capable tool, a client
-// that declares the extension, a mode that says task, no Prepare step and
-// no MRTR fields. Everything else (sync calls, MRTR rounds, -32021, unknown
-// tools) goes through go-sdk.
+// middleware would turn into a task at once or refuse (admit decides for
+// both): a task-capable tool, a client that declares the extension, no
+// Prepare step, no MRTR fields and no Mcp-Param-* headers to check.
+// Everything else (sync calls, MRTR rounds, unknown tools) goes through
+// go-sdk.
 func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message) bool {
 	t := s.tools[m.Params.Name]
-	if s.opts.DisableFastPath || t == nil || t.opts.Prepare != nil ||
+	if s.opts.DisableFastPath || t == nil || t.opts.Prepare != nil || t.paramHeaders ||
 		m.Params.InputResponses != nil || m.Params.RequestState != nil ||
 		!s.fastEligible(r, m) || r.Header.Get("Mcp-Name") != m.Params.Name {
 		return false
@@ -60,12 +61,13 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return false
 	}
 	args := m.Params.Arguments
-	if t.mode(r.Context(), args) == TaskNever {
-		return false
-	}
-	if err := t.validate(args); err != nil {
+	asTask, err := s.admit(r.Context(), t, fastPathVersion, caps, args)
+	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true
+	}
+	if !asTask {
+		return false
 	}
 	key, err := idempotencyKey(m.Params.Meta.IdempotencyKey)
 	if err != nil {
@@ -83,7 +85,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 
 // fastEligible reports whether go-sdk would accept r and m up to dispatch.
 func (s *Server) fastEligible(r *http.Request, m *message) bool {
-	if m.JSONRPC != "2.0" || !validID(m.ID) || m.Params.Meta == nil {
+	if m.JSONRPC != "2.0" || m.ID == nil || m.Params.Meta == nil { // the guard has checked the id
 		return false
 	}
 	h := r.Header

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -45,6 +46,42 @@ func FuzzParams(f *testing.F) {
 				if !isJSONObject(v) {
 					t.Fatalf("inputResponses(%q) accepted %q: %q", raw, k, v)
 				}
+			}
+		}
+	})
+}
+
+// FuzzJSONDepth checks the guard's depth scan against encoding/json: for
+// every valid JSON text, jsonDepthOver reports exactly whether its objects
+// and arrays nest deeper than the limit, brackets inside strings and
+// escaped quotes included; for any other text it never panics.
+func FuzzJSONDepth(f *testing.F) {
+	for _, s := range []string{`{}`, `[[1],[[2]]]`, `{"a":"[[[\"{"}`, `"\\"`, `[{"a":[{"b":"]]]"}]}]`, `[`, `"`, `x`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for limit := 0; limit < 6; limit++ {
+			over := jsonDepthOver(b, limit)
+			if !json.Valid(b) {
+				continue
+			}
+			depth, deepest := 0, 0
+			dec := json.NewDecoder(bytes.NewReader(b))
+			for {
+				tok, err := dec.Token()
+				if err != nil {
+					break
+				}
+				switch tok {
+				case json.Delim('{'), json.Delim('['):
+					depth++
+					deepest = max(deepest, depth)
+				case json.Delim('}'), json.Delim(']'):
+					depth--
+				}
+			}
+			if over != (deepest > limit) {
+				t.Fatalf("jsonDepthOver(%q, %d) = %v; the text nests %d levels", b, limit, over, deepest)
 			}
 		}
 	})

@@ -12,7 +12,8 @@ import (
 )
 
 // guard checks what go-sdk does not, before anything else runs: the
-// request's Origin (else HTTP 403, see checkOrigin), the Mcp-Name header of
+// request's Origin (else HTTP 403, see checkOrigin), the limits on the work
+// a body may cause (limits.go), the Mcp-Name header of
 // tasks/get, tasks/update and tasks/cancel, which must equal params.taskId
 // (else HTTP 400 and -32020), and a body that is not one JSON-RPC message
 // gets a JSON-RPC error body, not plain text. Every other request passes
@@ -57,6 +58,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		// Before anything decodes the body: deep nesting makes decoding
+		// and validation slow beyond its size (see limits.go).
+		if err := s.limits.checkDepth("the request", body); err != nil {
+			writeRPCError(w, nil, err)
+			return
+		}
 		if s.serveLegacy(w, r, body, next) {
 			return
 		}
@@ -65,7 +72,17 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, nil, code, err)
 			return
 		}
+		if msg.Method == "tools/call" {
+			if err := s.limits.checkArguments(msg.Params.Name, msg.Params.Arguments); err != nil {
+				writeRPCError(w, msg.ID, err)
+				return
+			}
+		}
 		switch msg.Method {
+		case "subscriptions/listen":
+			if s.refuseTaskListen(w, r, &msg) {
+				return
+			}
 		case methodGet, methodUpdate, methodCancel:
 			var id string
 			name, ok := headerValue(r.Header, "Mcp-Name")
@@ -98,35 +115,61 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// go-sdk's handlers find the request's share of the budget in its
 		// context.
 		r = r.WithContext(context.WithValue(r.Context(), heldKey{}, h))
-		if msg.ID != nil {
-			// go-sdk answers some bad requests with a plain-text 400; a
-			// client must get a JSON-RPC error body on every 400.
-			pw := &plainErrorWriter{ResponseWriter: w}
-			next.ServeHTTP(pw, r)
-			pw.finish(msg.ID)
-			return
-		}
-		next.ServeHTTP(w, r)
+		// go-sdk answers some bad requests with a plain-text 400; a client
+		// must get a JSON-RPC error body on every 400, for notifications too.
+		rw := &replyWriter{ResponseWriter: w}
+		next.ServeHTTP(rw, r)
+		rw.finish(msg.ID)
 	})
 }
 
-// plainErrorWriter holds back a plain-text 400 so that it can be sent as a
-// JSON-RPC error instead; everything else passes through.
-type plainErrorWriter struct {
-	http.ResponseWriter
-	held bool
-	text bytes.Buffer
+// refuseTaskListen answers -32021 to a well-formed subscriptions/listen
+// that asks for task notifications (notifications.taskIds) without
+// declaring the Tasks extension (TASKS-SPEC §3.2, §3.12). go-sdk knows
+// nothing of taskIds and would acknowledge it. It reports whether it
+// answered; requests that go-sdk would refuse for other reasons, it
+// leaves to go-sdk, as the fast path does.
+func (s *Server) refuseTaskListen(w http.ResponseWriter, r *http.Request, m *message) bool {
+	n := m.Params.Notifications
+	if n == nil || !present(n.TaskIDs) || !s.fastEligible(r, m) || DeclaresTasks(fastPathVersion, m.Params.Meta.ClientCapabilities) {
+		return false
+	}
+	writeRPCError(w, m.ID, missingTasksCapability("subscriptions/listen with notifications.taskIds"))
+	return true
 }
 
-func (p *plainErrorWriter) WriteHeader(code int) {
-	if code == http.StatusBadRequest && strings.HasPrefix(p.Header().Get("Content-Type"), "text/plain") {
+// replyWriter is the writer go-sdk answers through: it holds back a
+// plain-text 400 so that it can be sent as a JSON-RPC error instead, and
+// marks an SSE stream X-Accel-Buffering: no, so that proxies such as nginx
+// pass each event on at once (TASKS-SPEC §2.12). Everything else passes
+// through.
+type replyWriter struct {
+	http.ResponseWriter
+	wrote bool // the header is written (or held)
+	held  bool
+	text  bytes.Buffer
+}
+
+func (p *replyWriter) WriteHeader(code int) {
+	if p.wrote {
+		return
+	}
+	p.wrote = true
+	h := p.Header()
+	if code == http.StatusBadRequest && strings.HasPrefix(h.Get("Content-Type"), "text/plain") {
 		p.held = true
 		return
+	}
+	if strings.HasPrefix(h.Get("Content-Type"), "text/event-stream") {
+		h.Set("X-Accel-Buffering", "no")
 	}
 	p.ResponseWriter.WriteHeader(code)
 }
 
-func (p *plainErrorWriter) Write(b []byte) (int, error) {
+func (p *replyWriter) Write(b []byte) (int, error) {
+	if !p.wrote {
+		p.WriteHeader(http.StatusOK)
+	}
 	if p.held {
 		return p.text.Write(b)
 	}
@@ -134,16 +177,21 @@ func (p *plainErrorWriter) Write(b []byte) (int, error) {
 }
 
 // Flush lets go-sdk stream SSE through the wrapper.
-func (p *plainErrorWriter) Flush() {
+func (p *replyWriter) Flush() {
+	if !p.wrote {
+		p.WriteHeader(http.StatusOK)
+	}
 	if f, ok := p.ResponseWriter.(http.Flusher); ok && !p.held {
 		f.Flush()
 	}
 }
 
 // Unwrap gives http.ResponseController the underlying writer.
-func (p *plainErrorWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
+func (p *replyWriter) Unwrap() http.ResponseWriter { return p.ResponseWriter }
 
-func (p *plainErrorWriter) finish(id json.RawMessage) {
+// finish sends a held plain-text 400 as a JSON-RPC error for the request
+// id (nil for a notification: the error has no id then).
+func (p *replyWriter) finish(id json.RawMessage) {
 	if !p.held {
 		return
 	}

@@ -74,13 +74,19 @@ type serverConfig struct {
 	replicas int
 	// allowedOrigins is mcpserver.Options.AllowedOrigins.
 	allowedOrigins []string
+	// maxJSONDepth and maxArgumentsBytes are the Options fields.
+	maxJSONDepth      int
+	maxArgumentsBytes int64
+	// register, if set, adds more tools to the server.
+	register func(*mcpserver.Server) error
 }
 
 // testSessionKey signs the 2025-11-25 session ids of every test server.
 var testSessionKey = []byte("wire-test-session-key-0123456789abcdef")
 
-// startServer starts a server with the fixtures of package tasktools on a
-// fresh memory store, and stops it when t ends.
+// startServer starts a server with the tools mcptasks serves by default
+// (the fixtures of packages fixtures and tasktools) on a fresh memory
+// store, and stops it when t ends.
 func startServer(t *testing.T, cfg serverConfig) *testClient {
 	t.Helper()
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
@@ -90,9 +96,18 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		TracerProvider:  cfg.tracerProvider,
 		SessionKey:      testSessionKey,
 		AllowedOrigins:  cfg.allowedOrigins,
+
+		MaxJSONDepth:      cfg.maxJSONDepth,
+		MaxArgumentsBytes: cfg.maxArgumentsBytes,
 	})
+	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)
+	}
+	if cfg.register != nil {
+		if err := cfg.register(srv); err != nil {
+			t.Fatalf("register: %v", err)
+		}
 	}
 	st := cfg.store
 	if st == nil {

@@ -1,9 +1,12 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -86,21 +89,33 @@ func TestMaxInflightBytes(t *testing.T) {
 			// A request that holds 64 KiB while its body arrives.
 			slow := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{` + meta + `,"name":"keep","arguments":{"data":"z"}}}`
 			slow += strings.Repeat(" ", maxBody-len(slow))
-			pr, pw := io.Pipe()
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				post("tools/call", "keep", pr, maxBody)
-			}()
-			if _, err := pw.Write([]byte(slow[:1])); err != nil {
+			// Written on a connection of its own, so that the server has its
+			// headers and first byte at once (an HTTP client may buffer
+			// them), once the create above has given its share back (it
+			// does so a moment after its reply).
+			waitInflight := func(want int64) {
+				t.Helper()
+				for deadline := time.Now().Add(5 * time.Second); mcpserver.InflightBytes(srv) != want; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatalf("in-flight bytes: %d, want %d", mcpserver.InflightBytes(srv), want)
+					}
+				}
+			}
+			waitInflight(0)
+			addr := hs.Listener.Addr().String()
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+				"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: keep\r\nContent-Length: %d\r\n\r\n%s", addr, maxBody, slow[:1]); err != nil {
 				t.Fatal(err)
 			}
 			// Once the server has the first request's headers, it holds
 			// 64 KiB until the rest of the body arrives.
-			var retry string
-			for deadline := time.Now().Add(5 * time.Second); status != http.StatusServiceUnavailable && time.Now().Before(deadline); {
-				status, retry, m = call("tools/call", "keep", `"name":"keep","arguments":{"data":"`+strings.Repeat("y", 40<<10)+`"}`)
-			}
+			waitInflight(maxBody)
+			status, retry, m := call("tools/call", "keep", `"name":"keep","arguments":{"data":"`+strings.Repeat("y", 40<<10)+`"}`)
 			if status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(string(m["error"]), `"code":-32603`) {
 				t.Errorf("a 40 KiB create beside 64 KiB in flight: HTTP %d, Retry-After %q, %s; want 503, Retry-After and -32603", status, retry, m["error"])
 			}
@@ -108,11 +123,12 @@ func TestMaxInflightBytes(t *testing.T) {
 				t.Errorf("tasks/get of a 60 KiB task beside 64 KiB in flight: HTTP %d, %s %s; want -32603 busy", status, m["error"], m["result"])
 			}
 
-			if _, err := pw.Write([]byte(slow[1:])); err != nil { // the first request ends
+			if _, err := conn.Write([]byte(slow[1:])); err != nil { // the first request ends
 				t.Fatal(err)
 			}
-			pw.Close()
-			<-done
+			if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("the slow request: %v %v", resp, err)
+			}
 			// Its reply may arrive a moment before the server gives its
 			// share back.
 			for deadline := time.Now().Add(5 * time.Second); ; {

@@ -1,24 +1,41 @@
 package mcpserver
 
+//lint:file-ignore SA1019 sampling and roots are deprecated features, but still input a task may ask for
+
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
 )
 
-// ErrElicitationNotDeclared is returned by [Elicit] when the request that
-// created the task did not declare the elicitation capability.
-var ErrElicitationNotDeclared = errors.New("the client did not declare the elicitation capability")
+// Errors of the input helpers when the request that created the task did
+// not declare what the input needs; nothing is asked then (TASKS-SPEC §2.9,
+// §3.17: a task asks only for the kinds of input its originating request
+// declared). A tool that always asks declares the capability in
+// [ToolOptions.Requires] instead, and such requests never become tasks.
+var (
+	// ErrElicitationNotDeclared: the client did not declare elicitation in
+	// the mode asked for (form, or url).
+	ErrElicitationNotDeclared = errors.New("the client did not declare the elicitation capability")
+	// ErrSamplingNotDeclared: the client did not declare sampling.
+	ErrSamplingNotDeclared = errors.New("the client did not declare the sampling capability")
+	// ErrRootsNotDeclared: the client did not declare roots.
+	ErrRootsNotDeclared = errors.New("the client did not declare the roots capability")
+)
 
-// Elicit asks the client one form question from inside a task and waits for
-// the answer, which arrives through tasks/update. key must be unique for
-// the task's life; a key answered before (by an earlier run of the task)
-// returns the stored answer without asking again.
+// Elicit asks the client one question from inside a task and waits for the
+// answer, which arrives through tasks/update: a form (p.RequestedSchema) or,
+// with p.Mode "url", a URL for the user to open (p.URL, p.ElicitationID),
+// as the client declared it can show. key must be unique for the task's
+// life; a key answered before (by an earlier run of the task) returns the
+// stored answer without asking again.
 func Elicit(ctx context.Context, run *engine.Run, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	res, err := ElicitAll(ctx, run, map[string]*mcp.ElicitParams{key: p})
 	if err != nil {
@@ -30,25 +47,9 @@ func Elicit(ctx context.Context, run *engine.Run, key string, p *mcp.ElicitParam
 // ElicitAll is [Elicit] for several questions asked at once; the task stays
 // input_required until all are answered.
 func ElicitAll(ctx context.Context, run *engine.Run, ps map[string]*mcp.ElicitParams) (map[string]*mcp.ElicitResult, error) {
-	var caps mcp.ClientCapabilities
-	if b := run.ClientCapabilities(); len(b) > 0 {
-		_ = json.Unmarshal(b, &caps)
-	}
-	if caps.Elicitation == nil {
-		return nil, ErrElicitationNotDeclared
-	}
-	reqs := make(map[string]json.RawMessage, len(ps))
+	reqs := make(mcp.InputRequestMap, len(ps))
 	for k, p := range ps {
-		// InputRequestMap knows the wire shape ({method, params}).
-		b, err := json.Marshal(mcp.InputRequestMap{k: p})
-		if err != nil {
-			return nil, fmt.Errorf("mcpserver: elicit %q: %w", k, err)
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("mcpserver: elicit %q: %w", k, err)
-		}
-		reqs[k] = m[k]
+		reqs[k] = p
 	}
 	msg := "Waiting for input"
 	if len(ps) == 1 {
@@ -56,17 +57,97 @@ func ElicitAll(ctx context.Context, run *engine.Run, ps map[string]*mcp.ElicitPa
 			msg = p.Message
 		}
 	}
-	answers, err := run.RequestInput(ctx, reqs, msg)
+	return askAs[*mcp.ElicitResult](ctx, run, reqs, msg)
+}
+
+// CreateMessage asks the client, from inside a task, to sample an LLM
+// (sampling/createMessage) and waits for the message, as [Elicit] waits.
+func CreateMessage(ctx context.Context, run *engine.Run, key string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	res, err := askAs[*mcp.CreateMessageResult](ctx, run, mcp.InputRequestMap{key: p}, "Waiting for a sampled message")
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*mcp.ElicitResult, len(answers))
+	return res[key], nil
+}
+
+// ListRoots asks the client, from inside a task, for its roots
+// (roots/list) and waits for the list, as [Elicit] waits.
+func ListRoots(ctx context.Context, run *engine.Run, key string) (*mcp.ListRootsResult, error) {
+	res, err := askAs[*mcp.ListRootsResult](ctx, run, mcp.InputRequestMap{key: &mcp.ListRootsParams{}}, "Waiting for the client's roots")
+	if err != nil {
+		return nil, err
+	}
+	return res[key], nil
+}
+
+// askAs asks for reqs and decodes each answer into a new R.
+func askAs[R any](ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap, statusMessage string) (map[string]R, error) {
+	answers, err := ask(ctx, run, reqs, statusMessage)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]R, len(answers))
 	for k, a := range answers {
-		var r mcp.ElicitResult
+		var r R
 		if err := json.Unmarshal(a, &r); err != nil {
-			return nil, fmt.Errorf("mcpserver: answer to %q is not an elicitation result: %w", k, err)
+			return nil, fmt.Errorf("mcpserver: the answer to %q is not a %s result: %w", k, methodOf(reqs[k]), err)
 		}
-		out[k] = &r
+		out[k] = r
 	}
 	return out, nil
+}
+
+// ask is the one implementation behind the input helpers: it checks that
+// the task's originating request declared what each request needs, then
+// asks for all of them at once and returns the answers, by key.
+func ask(ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap, statusMessage string) (map[string]json.RawMessage, error) {
+	have := parseCaps(run.ClientCapabilities()).has()
+	for _, k := range slices.Sorted(maps.Keys(reqs)) {
+		if err := notDeclared(inputNeeds(reqs[k]).minus(have)); err != nil {
+			return nil, err
+		}
+	}
+	wire := make(map[string]json.RawMessage, len(reqs))
+	for k, r := range reqs {
+		// InputRequestMap knows the wire shape ({method, params}).
+		b, err := json.Marshal(mcp.InputRequestMap{k: r})
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: input request %q: %w", k, err)
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("mcpserver: input request %q: %w", k, err)
+		}
+		wire[k] = m[k]
+	}
+	return run.RequestInput(ctx, wire, statusMessage)
+}
+
+// notDeclared returns the error of an input helper whose request needs the
+// capabilities missing, or nil if none is.
+func notDeclared(missing needs) error {
+	switch {
+	case missing.form:
+		return fmt.Errorf("%w (form mode)", ErrElicitationNotDeclared)
+	case missing.url:
+		return fmt.Errorf("%w (url mode)", ErrElicitationNotDeclared)
+	case missing.sampling:
+		return ErrSamplingNotDeclared
+	case missing.roots:
+		return ErrRootsNotDeclared
+	}
+	return nil
+}
+
+// methodOf returns the method of an input request.
+func methodOf(r mcp.InputRequest) string {
+	switch r.(type) {
+	case *mcp.ElicitParams:
+		return "elicitation/create"
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return "sampling/createMessage"
+	case *mcp.ListRootsParams:
+		return "roots/list"
+	}
+	return fmt.Sprintf("%T", r)
 }

@@ -230,7 +230,7 @@ func (s *Server) legacyAnswer(lr *legacyRequest) {
 			}
 		}
 		if isJSONObject(answer) {
-			if _, err := s.eng.Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}); err != nil {
+			if _, err := s.eng.Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}, checkAnswer); err != nil {
 				s.log.Warn("answer input request", "task", id, "key", key, "err", err)
 			}
 		}

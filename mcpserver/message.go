@@ -26,6 +26,10 @@ type params struct {
 	Name         string          `json:"name"`
 	Arguments    json.RawMessage `json:"arguments"`
 	RequestState json.RawMessage `json:"requestState"`
+	// subscriptions/listen
+	Notifications *struct {
+		TaskIDs json.RawMessage `json:"taskIds"`
+	} `json:"notifications"`
 }
 
 // requestMeta are the per-request _meta values that the fast path reads.
@@ -95,6 +99,8 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	switch {
 	case string(m.ID) == "null":
 		return codeInvalidRequest, "Invalid request: id must not be null"
+	case m.ID != nil && !validID(m.ID):
+		return codeInvalidRequest, "Invalid request: id must be a string or an integer"
 	case env.Method == nil:
 		return codeInvalidRequest, "Invalid request: method is required" // a response or junk: clients send requests
 	case decodeJSON(env.Method, &m.Method) != nil:

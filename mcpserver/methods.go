@@ -98,7 +98,7 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.eng.Update(ctx, c.principal, id, responses); err != nil {
+		if _, err := s.eng.Update(ctx, c.principal, id, responses, checkAnswer); err != nil {
 			return nil, s.taskError(c.method, err)
 		}
 	case methodCancel:

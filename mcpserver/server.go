@@ -45,6 +45,13 @@ type Options struct {
 	// Retry-After and -32603 before its body is read; a tasks/get whose
 	// task does not fit gets -32603. Clients retry both.
 	MaxInflightBytes int64
+	// MaxJSONDepth bounds how deeply a request body's JSON may nest
+	// (DefaultMaxJSONDepth if zero). A deeper body is refused with -32602
+	// and HTTP 400 before anything decodes it.
+	MaxJSONDepth int
+	// MaxArgumentsBytes bounds the arguments of a tools/call
+	// (DefaultMaxArgumentsBytes if zero); larger ones get -32602.
+	MaxArgumentsBytes int64
 	// MinPollInterval, if positive, limits how often a principal may
 	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
@@ -91,6 +98,7 @@ type Server struct {
 	tools      map[string]*toolEntry
 	eng        *engine.Engine
 	origins    *http.CrossOriginProtection
+	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
 	inflight   *budget      // Options.MaxInflightBytes
 	sessionKey []byte       // signs 2025-11-25 session ids
@@ -113,6 +121,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	}
 	s.inflight = &budget{max: max(s.opts.MaxInflightBytes, s.opts.MaxBodyBytes)}
 	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
+	s.limits = limits{depth: s.opts.MaxJSONDepth, args: s.opts.MaxArgumentsBytes}
+	if s.limits.depth <= 0 {
+		s.limits.depth = DefaultMaxJSONDepth
+	}
+	if s.limits.args <= 0 {
+		s.limits.args = DefaultMaxArgumentsBytes
+	}
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal
 	}

@@ -57,6 +57,13 @@ type ToolOptions struct {
 	// something first; the client retries with the answers. Otherwise it
 	// returns the arguments the task is created with.
 	Prepare func(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, mcp.Result, error)
+	// Requires names the client capabilities every call needs, such as
+	// elicitation for a tool that asks the user something (an elicitation
+	// capability that names no mode means form mode, as on the wire). A
+	// request that does not declare them all gets -32021 naming what is
+	// missing, before any task exists. A TaskRequired tool needs the Tasks
+	// extension without naming it here.
+	Requires *mcp.ClientCapabilities
 	// TTL, PollInterval and Retry are the task settings; see engine.Tool.
 	TTL          time.Duration
 	PollInterval time.Duration
@@ -70,10 +77,14 @@ type ToolOptions struct {
 type Handler[In any] func(ctx context.Context, run *engine.Run, in In) (*mcp.CallToolResult, error)
 
 type toolEntry struct {
-	tool   *mcp.Tool
-	opts   ToolOptions
-	schema *jsonschema.Resolved
-	engine *engine.Tool
+	tool     *mcp.Tool
+	opts     ToolOptions
+	requires needs // opts.Requires
+	schema   *jsonschema.Resolved
+	engine   *engine.Tool
+	// paramHeaders reports whether the input schema maps arguments to
+	// Mcp-Param-* headers (x-mcp-header), which go-sdk validates.
+	paramHeaders bool
 }
 
 // AddTool adds a task-capable tool to s. If t.InputSchema is nil it is
@@ -116,7 +127,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 		}
 		return res, err
 	}
-	e := &toolEntry{tool: &tt, opts: opts, schema: resolved}
+	e := &toolEntry{tool: &tt, opts: opts, requires: needsOf(opts.Requires), schema: resolved, paramHeaders: hasParamHeaders(tt.InputSchema)}
 	e.engine = &engine.Tool{
 		Name: tt.Name, TTL: opts.TTL, PollInterval: opts.PollInterval, Retry: opts.Retry,
 		Handler: func(ctx context.Context, r *engine.Run) (json.RawMessage, error) {
@@ -134,6 +145,28 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 	return nil
 }
 
+// hasParamHeaders reports whether an input schema has properties annotated
+// with x-mcp-header (SEP-2243), at any depth.
+func hasParamHeaders(schema any) bool {
+	var walk func(props map[string]paramSchema) bool
+	walk = func(props map[string]paramSchema) bool {
+		for _, p := range props {
+			if p.XMCPHeader != nil || walk(p.Properties) {
+				return true
+			}
+		}
+		return false
+	}
+	var root paramSchema
+	return remarshal(schema, &root) == nil && walk(root.Properties)
+}
+
+// paramSchema is what hasParamHeaders reads of a schema.
+type paramSchema struct {
+	XMCPHeader json.RawMessage        `json:"x-mcp-header"`
+	Properties map[string]paramSchema `json:"properties"`
+}
+
 func (e *toolEntry) mode(ctx context.Context, args json.RawMessage) TaskMode {
 	if e.opts.Decide != nil {
 		return e.opts.Decide(ctx, args)
@@ -141,11 +174,13 @@ func (e *toolEntry) mode(ctx context.Context, args json.RawMessage) TaskMode {
 	return e.opts.Task
 }
 
-// validate checks args against the tool's input schema.
+// validate checks args against the tool's input schema. The caller has
+// bounded their size and depth (limits.go). They are decoded with
+// encoding/json, in time linear in their size.
 func (e *toolEntry) validate(args json.RawMessage) error {
 	var v any = map[string]any{}
 	if len(args) > 0 && string(args) != "null" {
-		if err := decodeJSON(args, &v); err != nil {
+		if err := json.Unmarshal(args, &v); err != nil {
 			return invalidParams("invalid arguments for tool %q: %v", e.tool.Name, err)
 		}
 	}

@@ -152,11 +152,20 @@ func (m anyMeta) Keys() []string {
 	return keys
 }
 
-// sdkMeta returns the params._meta of a go-sdk request of tools/call or
-// tasks/*, and nil for other requests or absent params.
+// sdkMeta returns the params._meta of a go-sdk request of tools/call,
+// prompts/get, resources/read or tasks/*, and nil for other requests or
+// absent params.
 func sdkMeta(req mcp.Request) anyMeta {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	case *mcp.GetPromptRequest:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	case *mcp.ReadResourceRequest:
 		if r.Params != nil {
 			return anyMeta(r.Params.Meta)
 		}

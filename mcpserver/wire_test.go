@@ -1,7 +1,6 @@
 package mcpserver_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/txtar"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the expected responses in testdata/wire/*.txtar")
@@ -58,72 +59,10 @@ func TestArchive_RoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(parseArchive(data).format()); got != string(data) {
+		if got := string(txtar.Parse(data).Format()); got != string(data) {
 			t.Errorf("%s does not round-trip:\n%s", p, diffLines(string(data), got))
 		}
 	}
-}
-
-// archive is a txtar archive: a comment, then files introduced by
-// "-- name --" lines. Names may repeat.
-type archive struct {
-	comment []byte
-	files   []archiveFile
-}
-
-type archiveFile struct {
-	name string
-	data []byte
-}
-
-// parseArchive parses the txtar format of golang.org/x/tools/txtar.
-func parseArchive(data []byte) *archive {
-	a := &archive{}
-	var cur *archiveFile
-	for len(data) > 0 {
-		line := data
-		rest := []byte(nil)
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, rest = data[:i+1], data[i+1:]
-		}
-		data = rest
-		if name, ok := fileMarker(line); ok {
-			a.files = append(a.files, archiveFile{name: name})
-			cur = &a.files[len(a.files)-1]
-			continue
-		}
-		if cur == nil {
-			a.comment = append(a.comment, line...)
-		} else {
-			cur.data = append(cur.data, line...)
-		}
-	}
-	return a
-}
-
-func fileMarker(line []byte) (string, bool) {
-	s := strings.TrimRight(string(line), "\r\n")
-	if !strings.HasPrefix(s, "-- ") || !strings.HasSuffix(s, " --") || len(s) < len("-- x --") {
-		return "", false
-	}
-	return strings.TrimSpace(s[3 : len(s)-3]), true
-}
-
-func (a *archive) format() []byte {
-	var b bytes.Buffer
-	b.Write(fixNL(a.comment))
-	for _, f := range a.files {
-		fmt.Fprintf(&b, "-- %s --\n", f.name)
-		b.Write(fixNL(f.data))
-	}
-	return b.Bytes()
-}
-
-func fixNL(b []byte) []byte {
-	if len(b) == 0 || b[len(b)-1] == '\n' {
-		return b
-	}
-	return append(b, '\n')
 }
 
 // splitSectionName splits a file name "LABEL: KIND" into label and kind.
@@ -142,21 +81,21 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := parseArchive(data)
+	a := txtar.Parse(data)
 	cfg := serverConfig{noFastPath: sdkPath}
-	for _, f := range a.files {
-		if _, kind := splitSectionName(f.name); kind == "config" {
-			if err := parseConfig(f.data, &cfg); err != nil {
+	for _, f := range a.Files {
+		if _, kind := splitSectionName(f.Name); kind == "config" {
+			if err := parseConfig(f.Data, &cfg); err != nil {
 				t.Fatalf("%s: config: %v", path, err)
 			}
 		}
 	}
 	cs := startReplicas(t, cfg)
-	r := &replay{t: t, path: path, files: a.files, c: cs[0], replicas: cs, n: &normalizer{origin: cs[0].base}, sseAsJSON: sdkPath,
+	r := &replay{t: t, path: path, files: a.Files, c: cs[0], replicas: cs, n: &normalizer{origin: cs[0].base}, sseAsJSON: sdkPath,
 		snapshots: map[string]string{}, bugs: map[string][]string{}}
 	for r.i = 0; r.i < len(r.files); r.i++ {
 		f := r.files[r.i]
-		switch _, kind := splitSectionName(f.name); kind {
+		switch _, kind := splitSectionName(f.Name); kind {
 		case "config":
 			r.out = append(r.out, f)
 		case "request":
@@ -168,14 +107,14 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 			r.out = append(r.out, f)
 			r.snapshot(f, kind == "unchanged")
 		case "response", "bug":
-			t.Fatalf("%s: %q does not follow a request", path, f.name)
+			t.Fatalf("%s: %q does not follow a request", path, f.Name)
 		default:
-			t.Fatalf("%s: unknown section %q", path, f.name)
+			t.Fatalf("%s: unknown section %q", path, f.Name)
 		}
 	}
 	if *updateGolden {
-		a.files = r.out
-		if err := os.WriteFile(path, a.format(), 0o644); err != nil {
+		a.Files = r.out
+		if err := os.WriteFile(path, a.Format(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -195,21 +134,21 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 type replay struct {
 	t         *testing.T
 	path      string
-	files     []archiveFile
+	files     []txtar.File
 	i         int           // index of the section being replayed
 	c         *testClient   // the first replica
 	replicas  []*testClient // every replica, c first
 	n         *normalizer
 	snapshots map[string]string   // task id -> canonical tasks/get result
-	out       []archiveFile       // the archive as -update writes it
+	out       []txtar.File        // the archive as -update writes it
 	sseAsJSON bool                // compare an SSE reply as JSON
 	bugs      map[string][]string // known bug note -> steps where it still shows
 }
 
 // next consumes and returns the section after the current one if it is
 // named name.
-func (r *replay) next(name string) *archiveFile {
-	if r.i+1 < len(r.files) && r.files[r.i+1].name == name {
+func (r *replay) next(name string) *txtar.File {
+	if r.i+1 < len(r.files) && r.files[r.i+1].Name == name {
 		r.i++
 		return &r.files[r.i]
 	}
@@ -220,27 +159,27 @@ func (r *replay) next(name string) *archiveFile {
 // response with the section that follows it.
 func (r *replay) request() {
 	t, f := r.t, r.files[r.i]
-	label, _ := splitSectionName(f.name)
-	text, err := r.n.expand(string(f.data))
+	label, _ := splitSectionName(f.Name)
+	text, err := r.n.expand(string(f.Data))
 	if err != nil {
-		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 	}
 	req, err := parseRequest(text)
 	if err != nil {
-		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 	}
 	c := r.c
 	if v := req.header.Get("Test-Replica"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > len(r.replicas) {
-			t.Fatalf("%s: %s: Test-Replica %q: want 1 to %d", r.path, f.name, v, len(r.replicas))
+			t.Fatalf("%s: %s: Test-Replica %q: want 1 to %d", r.path, f.Name, v, len(r.replicas))
 		}
 		c = r.replicas[n-1]
 		req.header.Del("Test-Replica")
 	}
 	if v := req.header.Get("Test-Read-For"); v != "" {
 		if req.readFor, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("%s: %s: Test-Read-For: %v", r.path, f.name, err)
+			t.Fatalf("%s: %s: Test-Read-For: %v", r.path, f.Name, err)
 		}
 		req.header.Del("Test-Read-For")
 	}
@@ -259,15 +198,18 @@ func (r *replay) request() {
 			continue
 		}
 		if err := validateExchange(method, m); err != nil {
-			t.Errorf("%s: %s: schema: %v\n%s", r.path, f.name, err, m)
+			t.Errorf("%s: %s: schema: %v\n%s", r.path, f.Name, err, m)
 		}
 	}
 	if r.sseAsJSON && resp.class == "sse" {
+		// The fast path's JSON reply is what go-sdk's SSE stream carries,
+		// without the stream's header.
 		resp.class = "json"
+		resp.header.Del("X-Accel-Buffering")
 	}
 	got, err := formatResponse(r.n, resp)
 	if err != nil {
-		t.Fatalf("%s: %s: %v", r.path, f.name, err)
+		t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 	}
 	r.out = append(r.out, f)
 	respName := label + ": response"
@@ -283,41 +225,41 @@ func (r *replay) request() {
 		// The expected response is the correct one, written by hand; the
 		// server is known to answer otherwise.
 		r.out = append(r.out, *want, *bug)
-		if w := strings.TrimRight(string(want.data), "\n"); w == got {
-			t.Errorf("%s: %s: marked as a bug, but the response is now right: remove the %q section", r.path, label, bug.name)
+		if w := strings.TrimRight(string(want.Data), "\n"); w == got {
+			t.Errorf("%s: %s: marked as a bug, but the response is now right: remove the %q section", r.path, label, bug.Name)
 		} else {
-			note := strings.Join(sectionLines(bug.data), " ")
+			note := strings.Join(sectionLines(bug.Data), " ")
 			r.bugs[note] = append(r.bugs[note], label)
 			t.Logf("%s: %s: known bug still present\n%s", r.path, label, diffLines(w, got))
 		}
 		return
 	case *updateGolden:
 	case want == nil:
-		t.Errorf("%s: %s has no %q section; run with -update", r.path, f.name, respName)
+		t.Errorf("%s: %s has no %q section; run with -update", r.path, f.Name, respName)
 	default:
-		w := strings.TrimRight(string(want.data), "\n")
+		w := strings.TrimRight(string(want.Data), "\n")
 		if r.sseAsJSON {
 			if status, rest, ok := strings.Cut(w, " sse\n"); ok {
-				w = status + " json\n" + rest
+				w = status + " json\n" + strings.TrimPrefix(rest, "X-Accel-Buffering: no\n")
 			}
 		}
 		if w != got {
 			t.Errorf("%s: %s: response differs\n%s", r.path, label, diffLines(w, got))
 		}
 	}
-	r.out = append(r.out, archiveFile{name: respName, data: []byte(got + "\n")})
+	r.out = append(r.out, txtar.File{Name: respName, Data: []byte(got + "\n")})
 }
 
 // wait polls each task of a wait section until it has the status.
-func (r *replay) wait(f archiveFile) {
-	for _, line := range sectionLines(f.data) {
+func (r *replay) wait(f txtar.File) {
+	for _, line := range sectionLines(f.Data) {
 		line, err := r.n.expand(line)
 		if err != nil {
-			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+			r.t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 		}
 		id, status, msg, err := parseWait(line)
 		if err != nil {
-			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+			r.t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 		}
 		session := ""
 		if r.n.legacy[id] {
@@ -329,16 +271,16 @@ func (r *replay) wait(f archiveFile) {
 
 // snapshot records the tasks/get result of each task of f, or, if check is
 // set, verifies that it is byte-identical to the last record.
-func (r *replay) snapshot(f archiveFile, check bool) {
-	label, _ := splitSectionName(f.name)
-	for _, ref := range sectionLines(f.data) {
+func (r *replay) snapshot(f txtar.File, check bool) {
+	label, _ := splitSectionName(f.Name)
+	for _, ref := range sectionLines(f.Data) {
 		id, err := r.n.expand(ref)
 		if err != nil {
-			r.t.Fatalf("%s: %s: %v", r.path, f.name, err)
+			r.t.Fatalf("%s: %s: %v", r.path, f.Name, err)
 		}
 		resp, rep := r.c.getTask(r.t, "", id)
 		if rep.Error != nil {
-			r.t.Fatalf("%s: %s: tasks/get %s: HTTP %d %s", r.path, f.name, ref, resp.status, rep.raw)
+			r.t.Fatalf("%s: %s: tasks/get %s: HTTP %d %s", r.path, f.Name, ref, resp.status, rep.raw)
 		}
 		now := canonical(r.t, rep.Result)
 		was, ok := r.snapshots[id]
@@ -346,7 +288,7 @@ func (r *replay) snapshot(f archiveFile, check bool) {
 		case !check:
 			r.snapshots[id] = now
 		case !ok:
-			r.t.Fatalf("%s: %s: no snapshot of %s", r.path, f.name, ref)
+			r.t.Fatalf("%s: %s: no snapshot of %s", r.path, f.Name, ref)
 		case was != now:
 			r.t.Errorf("%s: %s: %s changed:\nwas: %s\nnow: %s", r.path, label, ref, was, now)
 		}
@@ -384,6 +326,18 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 			cfg.maxBodyBytes = n
 		case "allowed-origins":
 			cfg.allowedOrigins = strings.Fields(v)
+		case "max-json-depth":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return err
+			}
+			cfg.maxJSONDepth = n
+		case "max-arguments-bytes":
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return err
+			}
+			cfg.maxArgumentsBytes = n
 		default:
 			return fmt.Errorf("unknown key %q", k)
 		}
@@ -449,11 +403,21 @@ func bodyMethod(body []byte) string {
 	return m.Method
 }
 
+// contractHeaders are the response headers that transcripts show, where
+// present: those the specs make part of the contract.
+var contractHeaders = []string{"Retry-After", "WWW-Authenticate", "X-Accel-Buffering"}
+
 // formatResponse renders a response as a transcript shows it: "STATUS
-// CLASS", then each JSON-RPC message, normalised and indented.
+// CLASS", the contract headers, then each JSON-RPC message, normalised and
+// indented.
 func formatResponse(n *normalizer, r *rawResponse) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s", r.status, r.class)
+	for _, h := range contractHeaders {
+		for _, v := range r.header.Values(h) {
+			fmt.Fprintf(&b, "\n%s: %s", h, v)
+		}
+	}
 	switch r.class {
 	case "json", "sse":
 		for _, m := range r.messages {

@@ -149,7 +149,8 @@ func visible(r *task.Record, principal string, now time.Time) bool {
 	return r.Principal == principal && !r.Expired(now)
 }
 
-// ApplyAnswer stores the responses for r's outstanding keys.
+// ApplyAnswer stores the responses for r's outstanding keys. If
+// p.Check refuses one, it changes nothing and returns an *AnswerError.
 func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) {
 	if !visible(r, p.Principal, p.Now) {
 		return nil, ErrNotFound
@@ -157,7 +158,15 @@ func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) 
 	if r.Status != task.InputRequired {
 		return nil, nil
 	}
-	for _, k := range slices.Sorted(maps.Keys(p.Responses)) {
+	keys := slices.Sorted(maps.Keys(p.Responses))
+	for _, k := range keys {
+		if req, ok := r.InputRequests[k]; ok && p.Check != nil {
+			if err := p.Check(k, req, p.Responses[k]); err != nil {
+				return nil, &AnswerError{Key: k, Err: err}
+			}
+		}
+	}
+	for _, k := range keys {
 		if _, ok := r.InputRequests[k]; !ok {
 			continue
 		}

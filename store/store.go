@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/mcptasks/mcptasks/task"
@@ -171,7 +172,30 @@ type AnswerParams struct {
 	Principal string
 	Now       time.Time
 	Responses map[string]json.RawMessage
+	// Check, if set, is called for each response to an outstanding key,
+	// with the request it answers, before anything is stored (in the
+	// store's transaction, so keep it fast). If it refuses one, Answer
+	// stores nothing and returns an *AnswerError.
+	Check AnswerCheck
 }
+
+// AnswerCheck checks response, the answer to the outstanding input key,
+// against request, the input request it answers. It returns an error that
+// says what is wrong, or nil to accept it.
+type AnswerCheck func(key string, request, response json.RawMessage) error
+
+// AnswerError is the error of [Store.Answer] when AnswerParams.Check
+// refused the response to Key; nothing was stored and Key stays
+// outstanding.
+type AnswerError struct {
+	Key string
+	Err error
+}
+
+func (e *AnswerError) Error() string { return fmt.Sprintf("store: answer to %q: %v", e.Key, e.Err) }
+
+// Unwrap returns the error of the check.
+func (e *AnswerError) Unwrap() error { return e.Err }
 
 // CancelParams are the parameters of [Store.RequestCancel].
 type CancelParams struct {

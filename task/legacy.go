@@ -24,8 +24,8 @@ type LegacyTask struct {
 	LastUpdatedAt string `json:"lastUpdatedAt"`
 	// TTL is always present (the TypeScript SDK's schema requires the
 	// key); null means no limit.
-	TTL          *int64 `json:"ttl"`
-	PollInterval *int64 `json:"pollInterval,omitempty"`
+	TTL          *Millis `json:"ttl"`
+	PollInterval *Millis `json:"pollInterval,omitempty"`
 }
 
 // LegacyCreateResult is the 2025-11-25 CreateTaskResult: the task, nested,

@@ -2,6 +2,10 @@ package task
 
 import (
 	"encoding/json"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -26,8 +30,49 @@ type Info struct {
 	CreatedAt     string `json:"createdAt"`
 	LastUpdatedAt string `json:"lastUpdatedAt"`
 	// TTLMs is always present; null means no limit.
-	TTLMs          *int64 `json:"ttlMs"`
-	PollIntervalMs *int64 `json:"pollIntervalMs,omitempty"`
+	TTLMs          *Millis `json:"ttlMs"`
+	PollIntervalMs *Millis `json:"pollIntervalMs,omitempty"`
+}
+
+// Millis is a number of milliseconds, as ttlMs and pollIntervalMs carry
+// it. It encodes as an integer and decodes from any JSON number: the schema
+// says integer, but servers also send 900000.0 (FastMCP does). A fraction
+// is rounded to the millisecond.
+type Millis int64
+
+// UnmarshalJSON decodes a JSON number. Anything else, or a number out of
+// range, is a *json.UnmarshalTypeError, which encoding/json completes with
+// the field's name.
+func (m *Millis) UnmarshalJSON(b []byte) error {
+	s := string(b)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		*m = Millis(n)
+		return nil
+	}
+	if len(s) > 0 && (s[0] == '-' || s[0] >= '0' && s[0] <= '9') {
+		if f, err := strconv.ParseFloat(s, 64); err == nil && math.Abs(f) < 1<<62 {
+			*m = Millis(math.Round(f))
+			return nil
+		}
+		return &json.UnmarshalTypeError{Value: "number " + s, Type: reflect.TypeFor[Millis]()}
+	}
+	return &json.UnmarshalTypeError{Value: jsonKind(s), Type: reflect.TypeFor[Millis]()}
+}
+
+// jsonKind names the kind of the JSON value s, as json.UnmarshalTypeError
+// does.
+func jsonKind(s string) string {
+	switch {
+	case strings.HasPrefix(s, `"`):
+		return "string " + s
+	case s == "true" || s == "false":
+		return "bool"
+	case strings.HasPrefix(s, "{"):
+		return "object"
+	case strings.HasPrefix(s, "["):
+		return "array"
+	}
+	return s
 }
 
 // CreateResult is the body of a CreateTaskResult, without _meta.
@@ -57,11 +102,11 @@ func (r *Record) Info() Info {
 		LastUpdatedAt: FormatTime(r.UpdatedAt),
 	}
 	if r.TTL > 0 {
-		ms := r.TTL.Milliseconds()
+		ms := Millis(r.TTL.Milliseconds())
 		in.TTLMs = &ms
 	}
 	if r.PollInterval > 0 {
-		ms := r.PollInterval.Milliseconds()
+		ms := Millis(r.PollInterval.Milliseconds())
 		in.PollIntervalMs = &ms
 	}
 	return in

@@ -1,25 +1,51 @@
-package task
+package task_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
-	"time"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
-// TestCreateResult_AsCreated checks that a task's CreateTaskResult is the
-// same whenever it is made: a create replayed by its idempotency key after
-// the task moved on answers exactly as the first create did.
-func TestCreateResult_AsCreated(t *testing.T) {
-	created := time.Date(2026, 7, 28, 10, 30, 0, 0, time.UTC)
-	r := &Record{ID: "AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA", Status: Working, CreatedAt: created, UpdatedAt: created, TTL: time.Hour, PollInterval: time.Second}
-	first, _ := json.Marshal(r.CreateResult())
-	r.Status, r.StatusMessage, r.UpdatedAt, r.Result = Completed, "done", created.Add(time.Minute), json.RawMessage(`{}`)
-	later, _ := json.Marshal(r.CreateResult())
-	if string(first) != string(later) {
-		t.Errorf("CreateResult changed with the task:\n first %s\n later %s", first, later)
+// TestMillis decodes ttlMs and pollIntervalMs from every JSON number, and
+// refuses other values with an error that names the field.
+func TestMillis(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		in      string
+		want    int64
+		wantErr string // substring of the error, if one is wanted
+	}{
+		{in: `900000`, want: 900000},
+		{in: `900000.0`, want: 900000},
+		{in: `9e5`, want: 900000},
+		{in: `500.5`, want: 501},
+		{in: `0.4`, want: 0},
+		{in: `-1`, want: -1},
+		{in: `"900000"`, wantErr: `cannot unmarshal string "900000" into Go struct field Info.ttlMs`},
+		{in: `true`, wantErr: "cannot unmarshal bool into Go struct field Info.ttlMs"},
+		{in: `{}`, wantErr: "cannot unmarshal object into Go struct field Info.ttlMs"},
+		{in: `1e300`, wantErr: "cannot unmarshal number 1e300 into Go struct field Info.ttlMs"},
+	} {
+		var in task.Info
+		err := json.Unmarshal([]byte(`{"ttlMs":`+tc.in+`}`), &in)
+		switch {
+		case tc.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ttlMs %s: error %v, want one containing %q", tc.in, err, tc.wantErr)
+			}
+		case err != nil:
+			t.Errorf("ttlMs %s: %v", tc.in, err)
+		case in.TTLMs == nil || int64(*in.TTLMs) != tc.want:
+			t.Errorf("ttlMs %s: got %v, want %d", tc.in, in.TTLMs, tc.want)
+		}
 	}
-	const want = `{"resultType":"task","taskId":"AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA","status":"working","createdAt":"2026-07-28T10:30:00.000Z","lastUpdatedAt":"2026-07-28T10:30:00.000Z","ttlMs":3600000,"pollIntervalMs":1000}`
-	if string(first) != want {
-		t.Errorf("CreateResult = %s\nwant %s", first, want)
+	var in task.Info
+	if err := json.Unmarshal([]byte(`{"ttlMs":null}`), &in); err != nil || in.TTLMs != nil {
+		t.Errorf("ttlMs null: %v, %v; want nil", in.TTLMs, err)
+	}
+	if b, _ := json.Marshal(task.Info{TTLMs: new(task.Millis(900000))}); !strings.Contains(string(b), `"ttlMs":900000}`) {
+		t.Errorf("encoded %s, want an integer ttlMs", b)
 	}
 }

@@ -93,6 +93,8 @@ type runtime struct {
 type runtimeOptions struct {
 	maxBody         int64         // request body bound of the MCP endpoint (serve)
 	maxInflight     int64         // bound on the bytes of requests in flight (serve)
+	maxJSONDepth    int           // nesting bound of request bodies (serve)
+	maxArguments    int64         // tools/call arguments bound (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
 	allowedOrigins  []string      // browser origins besides the server's own (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
@@ -138,14 +140,16 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		ts = f.builtinTools()
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
-		ServerOptions:    ts.serverOptions,
-		MaxBodyBytes:     o.maxBody,
-		MaxInflightBytes: o.maxInflight,
-		MinPollInterval:  o.minPollInterval,
-		SessionKey:       o.sessionKey,
-		AllowedOrigins:   o.allowedOrigins,
-		Logger:           log,
-		TracerProvider:   tracing,
+		ServerOptions:     ts.serverOptions,
+		MaxBodyBytes:      o.maxBody,
+		MaxInflightBytes:  o.maxInflight,
+		MaxJSONDepth:      o.maxJSONDepth,
+		MaxArgumentsBytes: o.maxArguments,
+		MinPollInterval:   o.minPollInterval,
+		SessionKey:        o.sessionKey,
+		AllowedOrigins:    o.allowedOrigins,
+		Logger:            log,
+		TracerProvider:    tracing,
 	})
 	if err := ts.register(srv); err != nil {
 		return nil, err

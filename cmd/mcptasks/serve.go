@@ -25,6 +25,8 @@ type serveFlags struct {
 	authTokens        string
 	maxBodyBytes      int64
 	maxInflightBytes  int64
+	maxJSONDepth      int
+	maxArgumentsBytes int64
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
@@ -71,6 +73,8 @@ process once their lease expires.`,
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
 	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
+	fl.IntVar(&f.maxJSONDepth, "max-json-depth", mcpserver.DefaultMaxJSONDepth, "deepest nesting of JSON objects and arrays a request body may have; deeper bodies get HTTP 400 and -32602 before anything decodes them")
+	fl.Int64Var(&f.maxArgumentsBytes, "max-arguments-bytes", mcpserver.DefaultMaxArgumentsBytes, "largest tools/call arguments accepted, in bytes; larger ones get -32602")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
@@ -82,6 +86,12 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	if f.maxInflightBytes < f.maxBodyBytes {
 		return fmt.Errorf("--max-inflight-bytes must be at least --max-body-bytes (%d), got %d", f.maxBodyBytes, f.maxInflightBytes)
+	}
+	if f.maxJSONDepth <= 0 {
+		return fmt.Errorf("--max-json-depth must be positive, got %d", f.maxJSONDepth)
+	}
+	if f.maxArgumentsBytes <= 0 {
+		return fmt.Errorf("--max-arguments-bytes must be positive, got %d", f.maxArgumentsBytes)
 	}
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
@@ -109,7 +119,8 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
+	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes,
+		maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
 		tools: f.tools, sessionKey: sessionKey}
 	if f.stdio {
 		if tokens != nil {

@@ -1,12 +1,14 @@
 // Package tasktools holds the task-backed tools that mcptasks serves by
-// default: the Tasks fixtures of the official conformance suite and the
-// export_report demo.
+// default: the Tasks fixtures of the official conformance suite, the
+// export_report demo, and archive_logs and link_account, which show
+// SEP-2243 parameter headers and URL-mode elicitation.
 package tasktools
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,6 +35,7 @@ func Register(s *mcpserver.Server, opts *Options) error {
 	for _, add := range []func(*mcpserver.Server, time.Duration) error{
 		addGreet, addSlowCompute, addFailingJob, addProtocolErrorJob,
 		addConfirmDelete, addMultiInput, addToolWithTask, addExportReport,
+		addArchiveLogs, addLinkAccount,
 	} {
 		if err := add(s, step); err != nil {
 			return err
@@ -65,6 +68,10 @@ func confirmSchema(prop string) map[string]any {
 		"required":   []string{prop},
 	}
 }
+
+// formElicitation is the Requires of the tools that ask the user through a
+// form: a client that cannot show one gets -32021 instead of a task.
+var formElicitation = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
 
 type greetIn struct {
 	Name string `json:"name" jsonschema:"who to greet"`
@@ -130,7 +137,7 @@ type deleteIn struct {
 
 func addConfirmDelete(s *mcpserver.Server, _ time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "confirm_delete", Description: "Ask for confirmation, then (pretend to) delete a file."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
 		func(ctx context.Context, run *engine.Run, in deleteIn) (*mcp.CallToolResult, error) {
 			ans, err := mcpserver.Elicit(ctx, run, "confirm-delete", &mcp.ElicitParams{
 				Message:         fmt.Sprintf("Delete %s?", in.Filename),
@@ -155,7 +162,7 @@ func addMultiInput(s *mcpserver.Server, _ time.Duration) error {
 		},
 	}
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "multi_input", Description: "Ask two questions at once and report both answers."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
 		func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
 			ans, err := mcpserver.ElicitAll(ctx, run, map[string]*mcp.ElicitParams{
 				"first":  {Message: "First input", RequestedSchema: form},
@@ -174,7 +181,8 @@ const userNameKey = "user_name"
 func addToolWithTask(s *mcpserver.Server, _ time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "test_tool_with_task", Description: "Ask for a name (an MRTR round), then greet it from a task."},
 		mcpserver.ToolOptions{
-			Task: mcpserver.TaskRequired,
+			Task:     mcpserver.TaskRequired,
+			Requires: formElicitation,
 			Prepare: func(_ context.Context, req *mcp.CallToolRequest, args json.RawMessage) (json.RawMessage, mcp.Result, error) {
 				if r, ok := req.Params.InputResponses[userNameKey].(*mcp.ElicitResult); ok && r.Action == "accept" {
 					if name, ok := r.Content["name"].(string); ok && name != "" {
@@ -205,7 +213,7 @@ type exportIn struct {
 
 func addExportReport(s *mcpserver.Server, step time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "export_report", Description: "Export N rows to report.csv, asking before it overwrites the file."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Retry: engine.RetryPolicy{Rerun: true}},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
 		func(ctx context.Context, run *engine.Run, in exportIn) (*mcp.CallToolResult, error) {
 			_ = run.SetStatus(ctx, "Querying rows")
 			if err := sleep(ctx, step*3/2); err != nil {
@@ -228,5 +236,79 @@ func addExportReport(s *mcpserver.Server, step time.Duration) error {
 				return nil, err
 			}
 			return text(fmt.Sprintf("Wrote %d rows to report.csv", in.Rows)), nil
+		})
+}
+
+// archiveLogsSchema maps region to the Mcp-Param-Region header (SEP-2243),
+// so that a gateway can route a call without reading its body. Written
+// out: x-mcp-header is not a field of jsonschema.Schema.
+var archiveLogsSchema = json.RawMessage(`{
+	"type": "object",
+	"properties": {
+		"region": {"type": "string", "description": "the region whose logs to archive (default eu); sent in the Mcp-Param-Region header too", "x-mcp-header": "Region"},
+		"days": {"type": "integer", "minimum": 0, "description": "how many days of logs to archive, one step each (default 0)"}
+	}
+}`)
+
+type archiveIn struct {
+	Region string `json:"region"`
+	Days   int    `json:"days"`
+}
+
+// addArchiveLogs adds archive_logs: a task for clients that take one
+// unless days is 0. Its name sorts first in tools/list, where the
+// conformance suite's http-header-validation scenario looks for a tool to
+// call with no arguments from a client without the Tasks extension.
+func addArchiveLogs(s *mcpserver.Server, step time.Duration) error {
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "archive_logs", Description: "Archive a region's logs, one step per day; the region travels in the Mcp-Param-Region header too.", InputSchema: archiveLogsSchema},
+		mcpserver.ToolOptions{
+			Decide: func(_ context.Context, args json.RawMessage) mcpserver.TaskMode {
+				var in archiveIn
+				if json.Unmarshal(args, &in) == nil && in.Days <= 0 {
+					return mcpserver.TaskNever
+				}
+				return mcpserver.TaskOptional
+			},
+			Retry: engine.RetryPolicy{Rerun: true},
+		},
+		func(ctx context.Context, run *engine.Run, in archiveIn) (*mcp.CallToolResult, error) {
+			if in.Region == "" {
+				in.Region = "eu"
+			}
+			for d := 1; d <= in.Days; d++ {
+				_ = run.SetStatus(ctx, fmt.Sprintf("Archiving day %d of %d in %s", d, in.Days, in.Region))
+				if err := sleep(ctx, step); err != nil {
+					return nil, err
+				}
+			}
+			return text(fmt.Sprintf("Archived %d days of logs in %s", in.Days, in.Region)), nil
+		})
+}
+
+type linkIn struct {
+	Service string `json:"service" jsonschema:"the service to link, e.g. github"`
+}
+
+// addLinkAccount adds link_account, which asks the user to authorize a
+// service in the browser: a URL-mode elicitation, so only clients that
+// declare elicitation.url get a task.
+func addLinkAccount(s *mcpserver.Server, _ time.Duration) error {
+	urlElicitation := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "link_account", Description: "Link an account of a service: the user authorizes it at a URL."},
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: urlElicitation, Retry: engine.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, run *engine.Run, in linkIn) (*mcp.CallToolResult, error) {
+			ans, err := mcpserver.Elicit(ctx, run, "authorize", &mcp.ElicitParams{
+				Mode:          "url",
+				Message:       fmt.Sprintf("Authorize access to your %s account", in.Service),
+				URL:           "https://auth.example/authorize?service=" + url.QueryEscape(in.Service),
+				ElicitationID: "authorize-" + run.ID(),
+			})
+			if err != nil {
+				return nil, err
+			}
+			if ans.Action != "accept" {
+				return text(fmt.Sprintf("Not linked: the user did not authorize %s", in.Service)), nil
+			}
+			return text(fmt.Sprintf("Linked your %s account", in.Service)), nil
 		})
 }

@@ -155,10 +155,11 @@ func (s *Store) runGroup(group []write, errs []error) error {
 // failure of the database.
 func ruleError(err error) bool {
 	var te *task.TransitionError
+	var ae *store.AnswerError
 	var nc noChange
 	var de *store.DuplicateError
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) ||
-		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &nc) || errors.As(err, &de)
+		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &ae) || errors.As(err, &nc) || errors.As(err, &de)
 }
 
 // noChange marks an error that a write returns before it changed anything,

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -135,6 +137,9 @@ func testRequestInput(t *testing.T, f factory) {
 }
 
 // testAnswer checks how answers meet the outstanding input requests.
+// errBadAnswer is what the AnswerChecks of testAnswer refuse with.
+var errBadAnswer = errors.New("storetest: bad answer")
+
 func testAnswer(t *testing.T, f factory) {
 	now := at(10 * time.Second)
 	tests := []struct {
@@ -146,6 +151,7 @@ func testAnswer(t *testing.T, f factory) {
 		principal string // default alice
 		now       time.Time
 		responses map[string]json.RawMessage
+		check     store.AnswerCheck
 		err       error
 		accepted  []string
 		// outstanding and answers are the state after; nil status means no change at all.
@@ -242,6 +248,35 @@ func testAnswer(t *testing.T, f factory) {
 			status:    task.Working,
 		},
 		{
+			// A refused answer stores nothing, not even the valid ones of
+			// the same update: the key stays open.
+			name:      "CheckRefuses",
+			responses: raws("a", respA, "b", respB),
+			check: func(key string, req, resp json.RawMessage) error {
+				if key == "b" && string(req) == string(reqB) && string(resp) == string(respB) {
+					return errBadAnswer
+				}
+				return nil
+			},
+			err: errBadAnswer,
+		},
+		{
+			// The check sees each outstanding key with its request, and
+			// never a key that is not outstanding.
+			name:      "CheckAccepts",
+			responses: raws("a", respA, "zzz", respB),
+			check: func(key string, req, resp json.RawMessage) error {
+				if key != "a" || string(req) != string(reqA) || string(resp) != string(respA) {
+					return fmt.Errorf("check(%q, %s, %s)", key, req, resp)
+				}
+				return nil
+			},
+			accepted:    []string{"a"},
+			outstanding: raws("b", reqB),
+			answers:     raws("a", respA),
+			status:      task.InputRequired,
+		},
+		{
 			name:      "WrongPrincipal",
 			principal: bob,
 			responses: raws("a", respA),
@@ -275,7 +310,7 @@ func testAnswer(t *testing.T, f factory) {
 			}
 			before := get(t, s, "t1")
 
-			p := store.AnswerParams{ID: "t1", Principal: alice, Now: now, Responses: tt.responses}
+			p := store.AnswerParams{ID: "t1", Principal: alice, Now: now, Responses: tt.responses, Check: tt.check}
 			if tt.id != "" {
 				p.ID = tt.id
 			}
@@ -288,6 +323,10 @@ func testAnswer(t *testing.T, f factory) {
 			accepted, err := s.Answer(context.Background(), p)
 			if tt.err != nil {
 				wantErr(t, "Answer", err, tt.err)
+				var ae *store.AnswerError
+				if tt.check != nil && (!errors.As(err, &ae) || ae.Key != "b") {
+					t.Errorf("Answer: error %v, want an *AnswerError for key b", err)
+				}
 			} else if err != nil {
 				t.Fatalf("Answer: %v", err)
 			}
