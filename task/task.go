@@ -73,6 +73,13 @@ type Record struct {
 	LeaseOwner string
 	// LeaseExpiresAt is when the current lease ends; zero when unleased.
 	LeaseExpiresAt time.Time
+
+	// History lists what happened to the task since it was created, oldest
+	// first, within the bounds of MaxHistory: claims, status messages,
+	// input requests and answers, the end. It is for operators (the
+	// console's timeline); the wire view leaves it out. Heartbeats add
+	// nothing.
+	History []HistoryEvent
 }
 
 // Error is a JSON-RPC error object, as carried by a failed task.
@@ -107,6 +114,7 @@ func (r *Record) Clone() *Record {
 	c.Result = cloneRaw(r.Result)
 	c.InputRequests = cloneMap(r.InputRequests)
 	c.Answers = cloneMap(r.Answers)
+	c.History = cloneHistory(r.History)
 	if r.Error != nil {
 		e := *r.Error
 		e.Data = cloneRaw(r.Error.Data)
