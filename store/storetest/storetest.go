@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Expiry", func(t *testing.T) { testExpiry(t, f) })
 	t.Run("Count", func(t *testing.T) { testCount(t, f) })
 	t.Run("List", func(t *testing.T) { testList(t, f) })
+	t.Run("History", func(t *testing.T) { testHistory(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
