@@ -723,3 +723,19 @@ func BenchmarkCreate(b *testing.B) {
 		})
 	}
 }
+
+// TestHistoryClaimedBounds checks that the bounds written as literals in
+// historyClaimed are those of package task.
+func TestHistoryClaimedBounds(t *testing.T) {
+	t.Parallel()
+	for _, want := range []string{
+		fmt.Sprintf("coalesce(history, '[]')) >= %d", task.MaxHistory),
+		fmt.Sprintf("THEN history - %d ELSE", task.HistoryHead),
+		fmt.Sprintf("'kind', '%s'", task.HistoryClaimed),
+		fmt.Sprintf("left($3, %d)", task.MaxHistoryName),
+	} {
+		if !strings.Contains(historyClaimed, want) {
+			t.Errorf("historyClaimed lacks %q", want)
+		}
+	}
+}
