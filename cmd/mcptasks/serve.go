@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	webconsole "github.com/mcptasks/mcptasks/console"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
 )
@@ -28,6 +29,7 @@ type serveFlags struct {
 	idleTimeout       time.Duration
 	minPollInterval   time.Duration
 	pprofListen       string
+	console           consoleFlags
 	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
@@ -61,6 +63,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
+	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -85,6 +88,20 @@ func serve(ctx context.Context, f *serveFlags) error {
 		if err != nil {
 			return fmt.Errorf("--auth-tokens: %w", err)
 		}
+	}
+	if f.console.listen == "" && (f.console.tokens != "" || f.console.redact) {
+		return errors.New("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
+	}
+	var (
+		consoleTokens *webconsole.Tokens
+		consoleLn     net.Listener
+	)
+	if f.console.listen != "" {
+		var err error
+		if consoleTokens, consoleLn, err = f.console.listenConsole("console-"); err != nil {
+			return err
+		}
+		defer consoleLn.Close() // a no-op once served and shut down
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -135,6 +152,14 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	rt.eng.Start(context.WithoutCancel(ctx))
 	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", f.store, "workers", f.workers)
+	var cs *consoleServer
+	if consoleLn != nil {
+		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.eng, rt.log); err != nil {
+			ln.Close()
+			rt.drain(f.drainTimeout)
+			return err
+		}
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -147,6 +172,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 			rt.log.Warn("http shutdown", "err", err)
 		}
 		cancel()
+	}
+	if cs != nil {
+		cs.shutdown(f.drainTimeout, rt.log)
 	}
 	rt.drain(f.drainTimeout)
 	return err
