@@ -32,9 +32,10 @@ const (
 )
 
 // Bounds of a [Record]'s History, so that a chatty task cannot grow its
-// record without limit: at most MaxHistory events, each of bounded size
-// (at most about 3 KiB, with every text at its bound in 4-byte
-// characters; a typical event takes under 150 bytes of JSON).
+// record without limit: at most MaxHistory events, of which at most
+// HistoryHead+MaxHistoryStatus status messages, each of bounded size (at
+// most about 3 KiB, with every text at its bound in 4-byte characters; a
+// typical event takes under 150 bytes of JSON).
 const (
 	// MaxHistory is the most events kept. When a new event would make
 	// one more, the oldest event after the first HistoryHead goes.
@@ -42,6 +43,11 @@ const (
 	// HistoryHead is how many of the first events are always kept: the
 	// first claim and what followed it.
 	HistoryHead = 4
+	// MaxHistoryStatus is the most status events kept past the head:
+	// progress messages come many and go stale, and would otherwise push
+	// out the claims, questions and answers around them. A new one past
+	// the bound drops the oldest.
+	MaxHistoryStatus = 8
 	// MaxHistoryText is the most characters (runes) of an event's
 	// Message; a longer one is cut.
 	MaxHistoryText = 200
@@ -76,8 +82,9 @@ type HistoryEvent struct {
 }
 
 // AddHistory appends e to r's History, numbered after the last event, with
-// its text cut to the bounds, and drops the oldest event past the first
-// HistoryHead if the history is then longer than MaxHistory.
+// its text cut to the bounds. Then it drops the oldest status event past
+// the first HistoryHead if more than MaxHistoryStatus are kept there, and
+// the oldest event past them if the history is longer than MaxHistory.
 func (r *Record) AddHistory(e HistoryEvent) {
 	e.Seq = 1
 	if n := len(r.History); n > 0 {
@@ -93,6 +100,17 @@ func (r *Record) AddHistory(e HistoryEvent) {
 		}
 	}
 	r.History = append(r.History, e)
+	if e.Kind == HistoryStatus {
+		n, oldest := 0, 0
+		for i := len(r.History) - 1; i >= HistoryHead; i-- {
+			if r.History[i].Kind == HistoryStatus {
+				n, oldest = n+1, i
+			}
+		}
+		if n > MaxHistoryStatus {
+			r.History = slices.Delete(r.History, oldest, oldest+1)
+		}
+	}
 	if len(r.History) > MaxHistory {
 		r.History = slices.Delete(r.History, HistoryHead, HistoryHead+1)
 	}

@@ -11,31 +11,56 @@ import (
 func TestAddHistory_Bounds(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, time.July, 28, 10, 30, 0, 0, time.UTC)
-	r := &Record{}
-	r.AddHistory(HistoryEvent{At: t0, Kind: HistoryClaimed, Attempt: 1, Worker: strings.Repeat("w", 100)})
-	for i := range 100 {
-		r.AddHistory(HistoryEvent{At: t0.Add(time.Duration(i) * time.Second), Kind: HistoryStatus, Attempt: 1, Message: fmt.Sprintf("step %d", i)})
+	status := HistoryEvent{Kind: HistoryStatus, Attempt: 1, Message: "step"}
+	asked := HistoryEvent{Kind: HistoryInputRequested, Attempt: 1, Keys: []string{"k"}}
+	answered := HistoryEvent{Kind: HistoryAnswered, Attempt: 1, Keys: []string{"k"}}
+	seqs := func(from, to int) []int {
+		var s []int
+		for i := from; i <= to; i++ {
+			s = append(s, i)
+		}
+		return s
 	}
-	if len(r.History) != MaxHistory {
-		t.Fatalf("len(History) = %d after 101 events, want %d", len(r.History), MaxHistory)
+	tests := []struct {
+		name   string
+		events []HistoryEvent // after a claim
+		want   []int          // the Seq of the events kept
+	}{
+		{"Few", []HistoryEvent{status, asked, answered}, seqs(1, 4)},
+		// Status messages past the head: the newest MaxHistoryStatus.
+		{"ChattyStatus", slices.Repeat([]HistoryEvent{status}, 100), append(seqs(1, 4), seqs(101-MaxHistoryStatus+1, 101)...)},
+		// Other events: the head and the newest, MaxHistory in all.
+		{"ManyQuestions", slices.Repeat([]HistoryEvent{asked, answered}, 25), append(seqs(1, 4), seqs(51-(MaxHistory-HistoryHead)+1, 51)...)},
+		// Status messages among the others still count MaxHistoryStatus.
+		{"Mixed", slices.Repeat([]HistoryEvent{status, status, asked, answered}, 6), append(seqs(1, 5), seqs(8, 25)...)},
 	}
-	var seqs []int
-	for _, e := range r.History {
-		seqs = append(seqs, e.Seq)
-	}
-	// The first HistoryHead events stay; the rest are the newest.
-	want := []int{1, 2, 3, 4}
-	for s := 101 - (MaxHistory - HistoryHead) + 1; s <= 101; s++ {
-		want = append(want, s)
-	}
-	if !slices.Equal(seqs, want) {
-		t.Errorf("kept events %v, want %v", seqs, want)
-	}
-	if got := r.History[0].Worker; got != strings.Repeat("w", MaxHistoryName) {
-		t.Errorf("Worker of %d characters kept as %d", 100, len(got))
-	}
-	if last := r.History[MaxHistory-1]; last.Message != "step 99" || last.Kind != HistoryStatus {
-		t.Errorf("last event = %+v, want step 99", last)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &Record{}
+			r.AddHistory(HistoryEvent{At: t0, Kind: HistoryClaimed, Attempt: 1, Worker: strings.Repeat("w", 100)})
+			for i, e := range tt.events {
+				e.At = t0.Add(time.Duration(i) * time.Second)
+				e.Message = fmt.Sprintf("%s %d", e.Message, i)
+				r.AddHistory(e)
+			}
+			var got []int
+			status := 0
+			for i, e := range r.History {
+				got = append(got, e.Seq)
+				if e.Kind == HistoryStatus && i >= HistoryHead {
+					status++
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("kept events %v, want %v", got, tt.want)
+			}
+			if len(r.History) > MaxHistory || status > MaxHistoryStatus {
+				t.Errorf("kept %d events, %d status events past the head", len(r.History), status)
+			}
+			if w := r.History[0].Worker; w != strings.Repeat("w", MaxHistoryName) {
+				t.Errorf("Worker of 100 characters kept as %d", len(w))
+			}
+		})
 	}
 }
 

@@ -91,37 +91,48 @@ func testHistoryLifecycle(t *testing.T, f factory) {
 	})
 }
 
-// testHistoryBounded checks that a chatty task keeps MaxHistory events:
-// the first HistoryHead and the newest, whichever write adds them.
+// testHistoryBounded checks that a chatty task keeps its history within
+// the bounds, as task.Record.AddHistory keeps it, whichever write adds
+// the events: many status messages, then many questions and answers, then
+// a claim (in SQL, on Postgres) of a history already full.
 func testHistoryBounded(t *testing.T, f factory) {
 	t.Parallel()
 	s := f.open(t)
 	ctx := context.Background()
 	create(t, s, newTask("t1"))
+	model := &task.Record{}
 	c := claim(t, s, "w1", at(0))
-	const messages = task.MaxHistory + 10
-	for i := range messages {
+	model.AddHistory(task.HistoryEvent{Kind: task.HistoryClaimed})
+	for i := range 40 {
 		msg := fmt.Sprintf("step %d %s", i, strings.Repeat("x", task.MaxHistoryText))
 		if err := s.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: fence(c, at(time.Duration(i)*time.Millisecond)), StatusMessage: msg}); err != nil {
 			t.Fatal(err)
 		}
+		model.AddHistory(task.HistoryEvent{Kind: task.HistoryStatus})
 	}
-	// The lease ends; the next claim (in SQL, on Postgres) trims too.
-	c2 := claim(t, s, "w2", at(lease))
+	for i := range 14 {
+		k := fmt.Sprintf("k%02d", i)
+		requestInput(t, s, c, at(time.Second), raws(k, reqA))
+		answer(t, s, "t1", at(time.Second), raws(k, respA))
+		model.AddHistory(task.HistoryEvent{Kind: task.HistoryInputRequested})
+		model.AddHistory(task.HistoryEvent{Kind: task.HistoryAnswered})
+	}
+	if n := len(get(t, s, "t1").History); n != task.MaxHistory {
+		t.Fatalf("History holds %d events before the last claim, want %d", n, task.MaxHistory)
+	}
+	c2 := claim(t, s, "w2", at(lease)) // the lease ended: a loss
+	model.AddHistory(task.HistoryEvent{Kind: task.HistoryClaimed})
+
 	h := get(t, s, "t1").History
-	if len(h) != task.MaxHistory {
-		t.Fatalf("History holds %d events, want %d", len(h), task.MaxHistory)
-	}
-	var seqs []int
+	var got, want []int
 	for _, e := range h {
-		seqs = append(seqs, e.Seq)
+		got = append(got, e.Seq)
 	}
-	want := []int{1, 2, 3, 4} // the claim and the first three messages
-	for seq := messages + 2 - (task.MaxHistory - task.HistoryHead) + 1; seq <= messages+2; seq++ {
-		want = append(want, seq)
+	for _, e := range model.History {
+		want = append(want, e.Seq)
 	}
-	if !slices.Equal(seqs, want) {
-		t.Errorf("kept events %v, want %v", seqs, want)
+	if !slices.Equal(got, want) {
+		t.Errorf("kept events %v, want %v", got, want)
 	}
 	if m := h[1].Message; len([]rune(m)) != task.MaxHistoryText || !strings.HasPrefix(m, "step 0 x") {
 		t.Errorf("first message kept as %d characters %.20q…, want %d", len([]rune(m)), m, task.MaxHistoryText)
