@@ -1,15 +1,19 @@
 package sqlstore
 
 import (
-	"encoding/json"
 	"time"
+
+	"github.com/segmentio/encoding/json"
 
 	"github.com/mcptasks/mcptasks/task"
 )
 
 // historyEvent is the JSON of a task.HistoryEvent in the history column:
 // times in Unix milliseconds, zero fields left out. The Postgres claim
-// statement writes the same shape in SQL.
+// statement writes the same shape in SQL. It is encoded with
+// segmentio/encoding/json (as the MCP fast path is): every read of a task
+// decodes its history, and that decoder takes a quarter of the time of
+// encoding/json's.
 type historyEvent struct {
 	Seq     int              `json:"seq"`
 	At      int64            `json:"at"`
