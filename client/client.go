@@ -31,7 +31,7 @@ import (
 )
 
 // ProtocolVersion is the MCP revision the client speaks.
-const ProtocolVersion = "2026-07-28"
+const ProtocolVersion = task.ProtocolVersion
 
 // Keys of the per-request _meta.
 const (

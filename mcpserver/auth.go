@@ -80,6 +80,6 @@ func (t Tokens) RequireBearer(next http.Handler) http.Handler {
 			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcptasks"`)
-		writeError(w, http.StatusUnauthorized, nil, -32600, "Unauthorized: send Authorization: Bearer TOKEN")
+		writeError(w, http.StatusUnauthorized, nil, codeInvalidRequest, "Unauthorized: send Authorization: Bearer TOKEN")
 	})
 }

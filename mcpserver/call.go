@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 
@@ -13,13 +12,6 @@ import (
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/task"
-)
-
-// Method names of the Tasks extension.
-const (
-	methodGet    = "tasks/get"
-	methodUpdate = "tasks/update"
-	methodCancel = "tasks/cancel"
 )
 
 // CreateTaskResult is the result of a tools/call that became a task:
@@ -43,46 +35,14 @@ func InputRequired(requests mcp.InputRequestMap, requestState string) *InputRequ
 	return &InputRequiredResult{ResultType: "input_required", InputRequests: requests, RequestState: requestState}
 }
 
-// caller is what the middleware needs of a request.
-type caller interface {
-	mcp.Request
+// versioned is what the middleware reads of every go-sdk request.
+type versioned interface {
 	ProtocolVersion() string
-	ClientCapabilities() *mcp.ClientCapabilities
 }
 
-// minTasksVersion is the first protocol version with the Tasks extension;
-// under older versions a declared extension means nothing.
-const minTasksVersion = "2026-07-28"
-
-// declaresTasks reports whether the request's own _meta declares the Tasks
-// extension, under a protocol version that has it. Earlier requests never
-// count.
-func declaresTasks(req caller) bool {
-	if req.ProtocolVersion() < minTasksVersion {
-		return false
-	}
-	caps := req.ClientCapabilities()
-	if caps == nil {
-		return false
-	}
-	_, ok := caps.Extensions[task.ExtensionID]
-	return ok
-}
-
-// rawClientCapabilities returns the request's clientCapabilities exactly as
-// the client sent them in _meta, to be stored with a task.
-func rawClientCapabilities(req *mcp.CallToolRequest) (json.RawMessage, error) {
-	v, ok := req.Params.GetMeta()[metaClientCapabilities]
-	if !ok {
-		return json.RawMessage(`{}`), nil
-	}
-	return json.Marshal(v)
-}
-
-// metaClientCapabilities is the _meta key of the client's capabilities.
-const metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
-
-// middleware routes tools/call of task-capable tools and gates tasks/*.
+// middleware routes tools/call of task-capable tools, and hands tasks/*
+// requests what their handlers cannot see: the principal, whether the
+// request declares the extension, and its headers.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -91,19 +51,16 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return s.callTool(ctx, r, next)
 			}
 		case methodGet, methodUpdate, methodCancel:
-			ctx, span := s.startSpan(ctx, method, "", requestHeader(req), sdkMeta(req))
-			defer span.End()
-			spanTaskID(span, requestTaskID(req))
-			r, ok := req.(caller)
-			if !ok || !declaresTasks(r) {
-				err := missingTasksCapability(method)
-				spanError(span, err)
-				return nil, err
+			meta := sdkMeta(req)
+			v, _ := req.(versioned)
+			c := &taskCall{
+				method:    method,
+				declared:  v != nil && DeclaresTasks(v.ProtocolVersion(), rawClientCapabilities(meta)),
+				principal: s.opts.Principal(req.GetExtra()),
+				header:    requestHeader(req),
+				meta:      meta,
 			}
-			ctx = context.WithValue(ctx, principalKey{}, s.opts.Principal(req.GetExtra()))
-			res, err := next(ctx, method, req)
-			spanError(span, err)
-			return res, err
+			return next(context.WithValue(ctx, sdkTaskCallKey{}, c), method, req)
 		}
 		return next(ctx, method, req)
 	}
@@ -118,7 +75,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	}
 	// Capability gating comes before argument validation (TASKS-SPEC §7.14).
 	args := req.Params.Arguments
-	declared := declaresTasks(req)
+	meta := sdkMeta(req)
+	caps := rawClientCapabilities(meta)
+	declared := DeclaresTasks(req.ProtocolVersion(), caps)
 	mode := t.mode(ctx, args)
 	if mode == TaskRequired && !declared {
 		return nil, missingTasksCapability("tool " + t.tool.Name)
@@ -136,11 +95,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		}
 		args = a
 	}
-	caps, err := rawClientCapabilities(req)
-	if err != nil {
-		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "cannot encode client capabilities"}
-	}
-	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), sdkMeta(req))
+	return s.createTask(ctx, t, args, caps, s.opts.Principal(req.GetExtra()), requestHeader(req), meta)
 }
 
 // createTask creates a task of tool t and returns its CreateTaskResult.
@@ -169,13 +124,4 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 	}
 	s.log.Info("task created", "task", r.ID, "tool", r.Tool)
 	return &CreateTaskResult{CreateResult: r.CreateResult()}, nil
-}
-
-// taskError maps an engine error to the JSON-RPC error of a tasks/* reply.
-func (s *Server) taskError(method string, err error) error {
-	if errors.Is(err, engine.ErrNotFound) {
-		return errTaskNotFound
-	}
-	s.log.Error(method, "err", err)
-	return &jsonrpc.Error{Code: codeInternalError, Message: "Internal error; try again"}
 }

@@ -8,19 +8,20 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// guard checks what go-sdk does not: the Mcp-Name header of tasks/get,
-// tasks/update and tasks/cancel must equal params.taskId (else HTTP 400 and
-// -32020), and a body that is not one JSON-RPC message gets a JSON-RPC
-// error body, not plain text. Every other request passes through
-// untouched. The body is read once, bounded, and handed on.
+// guard checks what go-sdk does not, before anything else runs: the
+// request's Origin (else HTTP 403, see checkOrigin), the Mcp-Name header of
+// tasks/get, tasks/update and tasks/cancel, which must equal params.taskId
+// (else HTTP 400 and -32020), and a body that is not one JSON-RPC message
+// gets a JSON-RPC error body, not plain text. Every other request passes
+// through untouched. The body is read once, bounded, and handed on.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refused := s.checkOrigin(r); refused != "" {
+			writeError(w, http.StatusForbidden, nil, codeInvalidRequest, refused)
+			return
+		}
 		if r.Method != http.MethodPost || r.Body == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -34,10 +35,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			if errors.As(err, &tooBig) {
-				writeError(w, http.StatusRequestEntityTooLarge, nil, -32600, "Request body too large")
+				writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "Request body too large")
 				return
 			}
-			writeError(w, http.StatusBadRequest, nil, -32700, "Cannot read request body")
+			writeError(w, http.StatusBadRequest, nil, codeParseError, "Cannot read request body")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -56,8 +57,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			if s.polls != nil && msg.Method == methodGet {
-				extra := &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-				if ok, wait := s.polls.allow(s.opts.Principal(extra), id); !ok {
+				if ok, wait := s.polls.allow(s.httpPrincipal(r), id); !ok {
 					writeTooFast(w, msg.ID, wait)
 					return
 				}
@@ -127,7 +127,7 @@ func (p *plainErrorWriter) finish(id json.RawMessage) {
 		return
 	}
 	p.Header().Del("X-Content-Type-Options")
-	writeError(p.ResponseWriter, http.StatusBadRequest, id, -32600, "Invalid request: "+strings.TrimSpace(p.text.String()))
+	writeError(p.ResponseWriter, http.StatusBadRequest, id, codeInvalidRequest, "Invalid request: "+strings.TrimSpace(p.text.String()))
 }
 
 // The markers of a header value in the base64 form.
@@ -152,9 +152,4 @@ func headerValue(h http.Header, name string) (string, bool) {
 		return string(b), true
 	}
 	return v, true
-}
-
-// writeError writes a JSON-RPC error response.
-func writeError(w http.ResponseWriter, status int, id json.RawMessage, code int64, msg string) {
-	writeJSON(w, status, id, "error", &jsonrpc.Error{Code: code, Message: msg})
 }

@@ -67,6 +67,8 @@ type serverConfig struct {
 	tracerProvider trace.TracerProvider
 	// store keeps the tasks (a fresh memory store if nil).
 	store store.Store
+	// allowedOrigins is mcpserver.Options.AllowedOrigins.
+	allowedOrigins []string
 }
 
 // startServer starts a server with the fixtures of package tasktools on a
@@ -78,6 +80,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		MaxBodyBytes:    cfg.maxBodyBytes,
 		DisableFastPath: cfg.noFastPath,
 		TracerProvider:  cfg.tracerProvider,
+		AllowedOrigins:  cfg.allowedOrigins,
 	})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatalf("tasktools.Register: %v", err)
@@ -148,6 +151,10 @@ func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 		for _, v := range vs {
 			hr.Header.Add(k, v)
 		}
+	}
+	if h := hr.Header.Get("Host"); h != "" { // Go sends Request.Host, not a Host header
+		hr.Host = h
+		hr.Header.Del("Host")
 	}
 	if hr.Header.Get("Content-Type") == "" {
 		hr.Header.Set("Content-Type", "application/json")
@@ -319,16 +326,19 @@ func expandMeta(s string) string {
 // $TIME and the server version with $VERSION.
 type normalizer struct {
 	ids []string
+	// origin is the server's own origin, http://127.0.0.1:PORT.
+	origin string
 }
 
 var taskRefRE = regexp.MustCompile(`\$TASK([0-9]+)`)
 
 var base64RE = regexp.MustCompile(`\$BASE64\(([^()]*)\)`)
 
-// expand replaces $TASKn, $BASE64(…) and the $META macros in transcript
-// text with the values they stand for.
+// expand replaces $TASKn, $BASE64(…), $ORIGIN and the $META macros in
+// transcript text with the values they stand for.
 func (n *normalizer) expand(s string) (string, error) {
 	var err error
+	s = strings.ReplaceAll(s, "$ORIGIN", n.origin)
 	s = taskRefRE.ReplaceAllStringFunc(s, func(m string) string {
 		i, _ := strconv.Atoi(m[len("$TASK"):])
 		if i < 1 || i > len(n.ids) {

@@ -3,10 +3,19 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/mcptasks/mcptasks/task"
+)
+
+// Method names of the Tasks extension.
+const (
+	methodGet    = "tasks/get"
+	methodUpdate = "tasks/update"
+	methodCancel = "tasks/cancel"
 )
 
 // TaskParams are the params of tasks/get and tasks/cancel. Fields are
@@ -22,6 +31,76 @@ type UpdateParams struct {
 	mcp.ParamsBase
 	TaskID         json.RawMessage `json:"taskId"`
 	InputResponses json.RawMessage `json:"inputResponses"`
+}
+
+// GetTaskResult is the result of tasks/get: a DetailedTask with resultType
+// "complete".
+type GetTaskResult struct {
+	mcp.ResultBase
+	task.Detailed
+}
+
+// AckResult is the empty acknowledgement of tasks/update and tasks/cancel.
+type AckResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// taskCall is one tasks/get, tasks/update or tasks/cancel request, as both
+// routes hand it to [Server.serveTask]: go-sdk's handlers and the fast path.
+type taskCall struct {
+	method string
+	// declared reports whether the request's own _meta declares the Tasks
+	// extension.
+	declared  bool
+	principal string
+	// The params, undecoded.
+	taskID, inputResponses json.RawMessage
+	// The request's HTTP headers and params._meta, for tracing.
+	header http.Header
+	meta   propagation.TextMapCarrier
+}
+
+// serveTask answers a tasks/* request: the one implementation of
+// tasks/get, tasks/update and tasks/cancel. It gates on the extension,
+// decodes the params, calls the engine for the request's principal (which
+// answers for that principal's tasks only) and maps its errors. The result
+// is a *GetTaskResult or an *AckResult.
+func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err error) {
+	ctx, span := s.startSpan(ctx, c.method, "", c.header, c.meta)
+	spanTaskID(span, c.taskID)
+	defer func() {
+		spanError(span, err)
+		span.End() // before the reply: a client that got it finds the span ended
+	}()
+	if !c.declared {
+		return nil, missingTasksCapability(c.method)
+	}
+	id, err := taskID(c.taskID)
+	if err != nil {
+		return nil, err
+	}
+	switch c.method {
+	case methodGet:
+		r, err := s.eng.Get(ctx, c.principal, id)
+		if err != nil {
+			return nil, s.taskError(c.method, err)
+		}
+		return &GetTaskResult{Detailed: r.Detailed()}, nil
+	case methodUpdate:
+		responses, err := inputResponses(c.inputResponses)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.eng.Update(ctx, c.principal, id, responses); err != nil {
+			return nil, s.taskError(c.method, err)
+		}
+	case methodCancel:
+		if err := s.eng.Cancel(ctx, c.principal, id); err != nil {
+			return nil, s.taskError(c.method, err)
+		}
+	}
+	return &AckResult{ResultType: task.ResultTypeComplete}, nil
 }
 
 // taskID decodes params.taskId.
@@ -54,77 +133,48 @@ func inputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	return m, nil
 }
 
-// GetTaskResult is the result of tasks/get: a DetailedTask with resultType
-// "complete".
-type GetTaskResult struct {
-	mcp.ResultBase
-	task.Detailed
-}
+// sdkTaskCallKey is the context key of the taskCall that the middleware
+// starts for go-sdk's route and the handlers complete.
+type sdkTaskCallKey struct{}
 
-// AckResult is the empty acknowledgement of tasks/update and tasks/cancel.
-type AckResult struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-}
-
-func ack() *AckResult { return &AckResult{ResultType: task.ResultTypeComplete} }
-
+// addTaskMethods registers tasks/get, tasks/update and tasks/cancel with
+// go-sdk, which then routes them and decodes their params. The middleware
+// has put the rest of the request (principal, capabilities, headers) in
+// the context.
 func (s *Server) addTaskMethods() {
+	call := func(ctx context.Context, method string, taskID, inputResponses json.RawMessage) (mcp.Result, error) {
+		c, ok := ctx.Value(sdkTaskCallKey{}).(*taskCall)
+		if !ok { // never: the middleware sees every request; nothing is declared then
+			c = &taskCall{method: method}
+		}
+		c.taskID, c.inputResponses = taskID, inputResponses
+		return s.serveTask(ctx, c)
+	}
+	ack := func(ctx context.Context, method string, taskID, inputResponses json.RawMessage) (*AckResult, error) {
+		res, err := call(ctx, method, taskID, inputResponses)
+		r, _ := res.(*AckResult)
+		return r, err
+	}
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodGet, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*GetTaskResult, error) {
 		if p == nil {
 			p = &TaskParams{}
 		}
-		id, err := taskID(p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		r, err := s.eng.Get(ctx, principalFrom(ctx), id)
-		if err != nil {
-			return nil, s.taskError(methodGet, err)
-		}
-		return &GetTaskResult{Detailed: r.Detailed()}, nil
+		res, err := call(ctx, methodGet, p.TaskID, nil)
+		r, _ := res.(*GetTaskResult)
+		return r, err
 	}))
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodUpdate, func(ctx context.Context, _ *mcp.ServerSession, p *UpdateParams) (*AckResult, error) {
 		if p == nil {
 			p = &UpdateParams{}
 		}
-		id, err := taskID(p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		responses, err := inputResponses(p.InputResponses)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := s.eng.Update(ctx, principalFrom(ctx), id, responses); err != nil {
-			return nil, s.taskError(methodUpdate, err)
-		}
-		return ack(), nil
+		return ack(ctx, methodUpdate, p.TaskID, p.InputResponses)
 	}))
 	must(mcp.AddReceivingCustomMethod(s.mcp, methodCancel, func(ctx context.Context, _ *mcp.ServerSession, p *TaskParams) (*AckResult, error) {
 		if p == nil {
 			p = &TaskParams{}
 		}
-		id, err := taskID(p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.eng.Cancel(ctx, principalFrom(ctx), id); err != nil {
-			return nil, s.taskError(methodCancel, err)
-		}
-		return ack(), nil
+		return ack(ctx, methodCancel, p.TaskID, nil)
 	}))
-}
-
-func isJSONObject(b json.RawMessage) bool {
-	for _, c := range b {
-		switch c {
-		case ' ', '\t', '\n', '\r':
-			continue
-		}
-		return c == '{'
-	}
-	return false
 }
 
 func must(err error) {

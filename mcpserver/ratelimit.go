@@ -7,11 +7,6 @@ import (
 	"time"
 )
 
-// CodePollTooFast is the JSON-RPC error code of a tasks/get refused by the
-// poll rate limit (Options.MinPollInterval). It is an application code,
-// outside the range the JSON-RPC and MCP specs reserve.
-const CodePollTooFast = -31000
-
 // pollLimiter remembers when each principal last polled each task.
 type pollLimiter struct {
 	min time.Duration

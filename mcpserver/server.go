@@ -4,12 +4,12 @@
 package mcpserver
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -40,6 +40,13 @@ type Options struct {
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
 	// pollIntervalMs, and the conformance suite polls every 100-200 ms.
 	MinPollInterval time.Duration
+	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
+	// pages may call the server besides its own: a request with an Origin
+	// header of another origin gets HTTP 403, the defence against DNS
+	// rebinding and cross-site requests. Requests without Origin (programs
+	// rather than browsers) are served. [New] panics on an entry that
+	// [CheckOrigin] refuses.
+	AllowedOrigins []string
 	// DisableFastPath serves tasks/get, tasks/update and tasks/cancel
 	// through go-sdk's handler like every other method, at several times
 	// the cost; the answers are the same, as SSE instead of JSON.
@@ -67,6 +74,7 @@ type Server struct {
 	log        *slog.Logger
 	tools      map[string]*toolEntry
 	eng        *engine.Engine
+	origins    *http.CrossOriginProtection
 	polls      *pollLimiter // nil without Options.MinPollInterval
 	trc        trace.Tracer // nil without Options.TracerProvider
 }
@@ -82,6 +90,7 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxBodyBytes == 0 {
 		s.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
 	if s.opts.Principal == nil {
 		s.opts.Principal = defaultPrincipal
 	}
@@ -150,10 +159,8 @@ func defaultPrincipal(extra *mcp.RequestExtra) string {
 	return LocalPrincipal
 }
 
-type principalKey struct{}
-
-// principalFrom returns the principal the middleware stored in ctx.
-func principalFrom(ctx context.Context) string {
-	p, _ := ctx.Value(principalKey{}).(string)
-	return p
+// httpPrincipal returns the principal of an HTTP request that the server
+// answers without go-sdk.
+func (s *Server) httpPrincipal(r *http.Request) string {
+	return s.opts.Principal(&mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header})
 }

@@ -129,8 +129,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 	}
 	s.tools[tt.Name] = e
 	s.mcp.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		caps, _ := rawClientCapabilities(req)
-		return run(ctx, engine.NewInlineRun(tt.Name, req.Params.Arguments, caps))
+		return run(ctx, engine.NewInlineRun(tt.Name, req.Params.Arguments, rawClientCapabilities(sdkMeta(req))))
 	})
 	return nil
 }

@@ -172,21 +172,6 @@ func sdkMeta(req mcp.Request) anyMeta {
 	return nil
 }
 
-// requestTaskID returns the raw params.taskId of a go-sdk tasks/* request.
-func requestTaskID(req mcp.Request) json.RawMessage {
-	switch r := req.(type) {
-	case *mcp.ServerRequest[*TaskParams]:
-		if r.Params != nil {
-			return r.Params.TaskID
-		}
-	case *mcp.ServerRequest[*UpdateParams]:
-		if r.Params != nil {
-			return r.Params.TaskID
-		}
-	}
-	return nil
-}
-
 // requestHeader returns the HTTP headers of a go-sdk request, if any.
 func requestHeader(req mcp.Request) http.Header {
 	if extra := req.GetExtra(); extra != nil {

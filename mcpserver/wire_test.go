@@ -150,7 +150,8 @@ func runTranscript(t *testing.T, path string, sdkPath bool) {
 			}
 		}
 	}
-	r := &replay{t: t, path: path, files: a.files, c: startServer(t, cfg), n: &normalizer{}, sseAsJSON: sdkPath,
+	c := startServer(t, cfg)
+	r := &replay{t: t, path: path, files: a.files, c: c, n: &normalizer{origin: c.base}, sseAsJSON: sdkPath,
 		snapshots: map[string]string{}, bugs: map[string][]string{}}
 	for r.i = 0; r.i < len(r.files); r.i++ {
 		f := r.files[r.i]
@@ -351,6 +352,8 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 				return err
 			}
 			cfg.maxBodyBytes = n
+		case "allowed-origins":
+			cfg.allowedOrigins = strings.Fields(v)
 		default:
 			return fmt.Errorf("unknown key %q", k)
 		}

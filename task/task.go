@@ -10,6 +10,11 @@ import (
 // ExtensionID is the identifier of the MCP Tasks extension.
 const ExtensionID = "io.modelcontextprotocol/tasks"
 
+// ProtocolVersion is the MCP protocol revision this package speaks, the
+// first that has the Tasks extension: under an older version a declared
+// extension means nothing.
+const ProtocolVersion = "2026-07-28"
+
 // Record is the durable state of one task: what the store keeps and the
 // engine works on. The wire view is [Record.Detailed].
 type Record struct {

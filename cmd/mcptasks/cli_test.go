@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -396,5 +397,43 @@ func TestCLI_Cancel(t *testing.T) {
 	evs = cliEvents(t, out)
 	if last := evs[len(evs)-1]; last["type"] != "result" || last["status"] != "cancelled" {
 		t.Errorf("wait: last line %v", last)
+	}
+}
+
+// TestServe_AllowedOrigins checks the wiring of --allowed-origins: an
+// invalid origin stops serve at start-up naming the flag; a listed origin
+// is served, another one gets HTTP 403 (the behaviour itself is in the
+// mcpserver transcript origin.txtar).
+func TestServe_AllowedOrigins(t *testing.T) {
+	t.Parallel()
+	_, errOut, code := cliRun(t, "", "serve", "--listen", freeAddr(t), "--store", "memory:", "--allowed-origins", "https://app.example/path")
+	if want := `--allowed-origins: origin "https://app.example/path": want scheme://host[:port]`; code != exitUsage || !strings.Contains(errOut, want) {
+		t.Errorf("bad origin: exit %d, stderr %q; want exit %d and %q", code, errOut, exitUsage, want)
+	}
+
+	p := start(t, freeAddr(t), "--store", "memory:", "--allowed-origins", "https://app.example,https://other.example:8443")
+	for origin, want := range map[string]int{
+		"https://app.example":        http.StatusOK,
+		"https://other.example:8443": http.StatusOK,
+		"https://evil.example":       http.StatusForbidden,
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, p.url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "server/discover")
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Origin %s: HTTP %d, want %d", origin, resp.StatusCode, want)
+		}
 	}
 }

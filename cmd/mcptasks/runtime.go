@@ -91,6 +91,7 @@ type runtime struct {
 type runtimeOptions struct {
 	maxBody         int64         // request body bound of the MCP endpoint (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
+	allowedOrigins  []string      // browser origins besides the server's own (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
 }
 
@@ -133,6 +134,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		ServerOptions:   ts.serverOptions,
 		MaxBodyBytes:    o.maxBody,
 		MinPollInterval: o.minPollInterval,
+		AllowedOrigins:  o.allowedOrigins,
 		Logger:          log,
 		TracerProvider:  tracing,
 	})

@@ -28,6 +28,7 @@ type serveFlags struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	minPollInterval   time.Duration
+	allowedOrigins    []string
 	pprofListen       string
 	console           consoleFlags
 	tools             *toolSet // what to serve; the built-in tools if nil
@@ -64,6 +65,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
 	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
+	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -75,6 +77,11 @@ func serve(ctx context.Context, f *serveFlags) error {
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
+	}
+	for _, o := range f.allowedOrigins {
+		if err := mcpserver.CheckOrigin(o); err != nil {
+			return fmt.Errorf("--allowed-origins: %w", err)
 		}
 	}
 	var tokens mcpserver.Tokens
@@ -117,7 +124,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		go http.Serve(pln, pprofMux()) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, runtimeOptions{
-		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, tools: f.tools,
+		maxBody: f.maxBodyBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins, tools: f.tools,
 	})
 	if err != nil {
 		ln.Close()

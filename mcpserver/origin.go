@@ -1,0 +1,66 @@
+package mcpserver
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// CheckOrigin reports whether origin may be listed in
+// [Options.AllowedOrigins]: a browser origin, scheme://host[:port], such
+// as https://app.example.com, with no path.
+func CheckOrigin(origin string) error {
+	if err := http.NewCrossOriginProtection().AddTrustedOrigin(origin); err != nil {
+		return fmt.Errorf("origin %q: want scheme://host[:port] with no path, e.g. https://app.example.com", origin)
+	}
+	return nil
+}
+
+// newCrossOrigin returns the cross-origin protection of the origins an
+// operator allows; it panics on an invalid one, naming the field.
+func newCrossOrigin(allowed []string) *http.CrossOriginProtection {
+	cop := http.NewCrossOriginProtection()
+	for i, o := range allowed {
+		if err := CheckOrigin(o); err != nil {
+			panic(fmt.Sprintf("mcpserver: Options.AllowedOrigins[%d]: %v", i, err))
+		}
+		_ = cop.AddTrustedOrigin(o) // checked above
+	}
+	return cop
+}
+
+// checkOrigin refuses what a web page may send but the server must not
+// serve, the defence against DNS rebinding and cross-site requests
+// (TASKS-SPEC §2.12): a request that reached a loopback listener under a
+// Host that is not a loopback name (as go-sdk refuses it), and a browser
+// request from an origin that is neither the server's own (the Host the
+// request was sent to, or Sec-Fetch-Site: same-origin) nor one of
+// Options.AllowedOrigins. Requests without Origin and Sec-Fetch-Site
+// headers come from programs, not browsers, and pass.
+func (s *Server) checkOrigin(r *http.Request) string {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+		return fmt.Sprintf("Forbidden: Host %q is not a loopback name; this server listens on loopback only", r.Host)
+	}
+	if s.origins.Check(r) != nil {
+		origin := r.Header.Get("Origin")
+		if origin == "" {
+			return "Forbidden: cross-site browser request (Sec-Fetch-Site: " + r.Header.Get("Sec-Fetch-Site") + ")"
+		}
+		return fmt.Sprintf("Forbidden: requests from origin %q are not allowed", origin)
+	}
+	return ""
+}
+
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
