@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/store"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -182,4 +184,31 @@ func TestSecurityHeaders(t *testing.T) {
 	}
 	static := h.anonymous().get("/static/live.js")
 	wantPage(t, static, http.StatusOK, "EventSource")
+}
+
+func TestNew_Errors(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, memoryBackend, Options{}, true)
+	type notLister struct{ store.Store }
+	tests := []struct {
+		name string
+		st   store.Store
+		c    Canceller
+		opts *Options
+		want string
+	}{
+		{"NotALister", notLister{h.st}, h.con.canceler, nil, "cannot list tasks"},
+		{"NoCanceller", h.st, nil, nil, "Canceller is nil"},
+		{"SessionTTL", h.st, h.con.canceler, &Options{SessionTTL: -time.Second}, "Options.SessionTTL"},
+		{"OverviewTTL", h.st, h.con.canceler, &Options{OverviewTTL: -time.Second}, "Options.OverviewTTL"},
+		{"MaxLive", h.st, h.con.canceler, &Options{MaxLive: -1}, "Options.MaxLive"},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.st, tt.c, tt.opts); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: New = %v, want an error naming %q", tt.name, err, tt.want)
+		}
+	}
+	if _, err := New(h.st, h.con.canceler, nil); err != nil {
+		t.Errorf("New with nil Options: %v", err)
+	}
 }
