@@ -60,13 +60,13 @@ func BenchmarkHistory(b *testing.B) {
 		}
 		v, _ := EncodeHistory(r.History)
 		b.Run(fmt.Sprintf("Encode/%d", n), func(b *testing.B) {
-			b.ReportMetric(float64(len(v.(string))), "bytes")
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := EncodeHistory(r.History); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64(len(v.(string))), "JSON-bytes")
 		})
 		b.Run(fmt.Sprintf("Decode/%d", n), func(b *testing.B) {
 			b.ReportAllocs()
