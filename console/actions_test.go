@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/task"
@@ -58,6 +59,14 @@ func TestCancel(t *testing.T) {
 		}
 		wantPage(t, op.get("/tasks/"+held.ID), http.StatusOK, "cancel requested", "Cancel requested; the worker stops the task")
 		wantNot(t, op.get("/tasks/"+held.ID), "Cancel task")
+		// Its worker dies: the cancel request is not acted on, and the
+		// operator may cancel again, which ends the task at once.
+		h.now = t0.Add(3 * time.Hour) // past the lease
+		wantPage(t, op.get("/tasks/"+held.ID), http.StatusOK, "Cancel task")
+		op.post("/tasks/"+held.ID+"/cancel", url.Values{"csrf": {op.csrf}})
+		if r := stored(held.ID); r.Status != task.Cancelled {
+			t.Errorf("held task after a second cancel past its lease = %s, want cancelled", r.Status)
+		}
 		wantPage(t, op.get("/tasks/"+queued.ID), http.StatusOK)
 		op.post("/tasks/"+queued.ID+"/cancel", url.Values{"csrf": {op.csrf}})
 		if r := stored(queued.ID); r.Status != task.Cancelled || r.StatusMessage != engine.OperatorCancelMessage {

@@ -26,7 +26,9 @@ type detailBody struct {
 	ErrorData string
 	Timeline  []event
 	// CanCancel is set when the operator may cancel the task: it is
-	// live, and no cancel is pending.
+	// live, and no cancel is pending, or one is but the worker that
+	// should act on it has lost its lease (a cancel then ends the task
+	// at once).
 	CanCancel bool
 }
 
@@ -61,8 +63,9 @@ func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
 	b := &detailBody{
 		T: rec, TraceID: traceID(rec.TraceParent), Args: showJSON(rec.Args, redact),
 		Result: showJSON(rec.Result, redact), Timeline: timeline(rec),
-		CanCancel: se.account.CanAct() && !rec.Status.Terminal() && !rec.CancelRequested,
 	}
+	held := rec.LeaseOwner != "" && c.opts.Now().Before(rec.LeaseExpiresAt)
+	b.CanCancel = se.account.CanAct() && !rec.Status.Terminal() && (!rec.CancelRequested || !held)
 	b.ExpiresAt, _ = rec.ExpiresAt()
 	if rec.Error != nil {
 		b.ErrorData = showJSON(rec.Error.Data, false)
