@@ -181,7 +181,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, re
 		}
 		last = b
 		fmt.Fprint(w, "event: update\n")
-		for _, line := range bytes.Split(b, []byte("\n")) {
+		// A carriage return ends an event stream's line too: as a line
+		// break, it would cut a "data:" line (task text may hold one).
+		for _, line := range bytes.Split(bytes.ReplaceAll(b, []byte("\r"), []byte("\n")), []byte("\n")) {
 			fmt.Fprintf(w, "data: %s\n", line)
 		}
 		fmt.Fprint(w, "\n")

@@ -231,3 +231,19 @@ func TestStoreFeed_Events(t *testing.T) {
 		}
 	}
 }
+
+// TestLive_CarriageReturn checks that text with a carriage return (a
+// status message may hold one) cannot cut an event's data lines.
+func TestLive_CarriageReturn(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, memoryBackend, Options{Feed: &manualFeed{}}, false)
+	r := newTask(0, "render", "carol")
+	r.StatusMessage = "frame 1\rframe 2\r\nframe 3"
+	h.put(r)
+	srv := httptest.NewServer(h.con)
+	t.Cleanup(srv.Close)
+	ev, _ := openStream(t, liveClient(t, srv, victorToken), srv.URL+"/live/tasks/"+r.ID)
+	if _, data := ev.next(); !strings.Contains(data, "frame 1\nframe 2\n\nframe 3") {
+		t.Errorf("the event lost text around the carriage returns: %.400q", data)
+	}
+}
