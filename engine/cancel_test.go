@@ -287,3 +287,55 @@ func TestCancelNow(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelAsOperator: an operator's cancel reaches the task whoever its
+// principal is, through the store's cancel rules: a waiting handler's ctx
+// is cancelled at once, a task no worker holds ends at once, and unknown,
+// expired and finished tasks are left alone.
+func TestCancelAsOperator(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		p := &cancelProbe{parked: true}
+		e := startEngine(t, st, []*Tool{
+			{Name: "job", Handler: p.handle},
+			{Name: "short", Handler: returns(`{}`), TTL: time.Minute},
+		}, Options{})
+		held := create(t, e, "job")
+		synctest.Wait()
+		r, err := e.CancelAsOperator(bg, held.ID)
+		if err != nil {
+			t.Fatalf("CancelAsOperator: %v", err)
+		}
+		if !r.CancelRequested {
+			t.Errorf("CancelAsOperator returned %+v, want the cancel requested", r)
+		}
+		synctest.Wait()
+		if !errors.Is(p.cause, errCancelRequested) {
+			t.Errorf("handler ctx done with cause %v, want errCancelRequested", p.cause)
+		}
+		wantCancelled(t, get(t, st, held.ID))
+
+		// Not held by any worker (an engine that runs nothing made it):
+		// cancelled at once, with the operator's message.
+		idle := newEngine(t, st, []*Tool{{Name: "job", Handler: p.handle}}, Options{Owner: "b", Workers: -1})
+		queued := create(t, idle, "job")
+		if _, err := idle.CancelAsOperator(bg, queued.ID); err != nil {
+			t.Fatalf("CancelAsOperator(queued): %v", err)
+		}
+		if got := get(t, st, queued.ID); got.Status != task.Cancelled || got.StatusMessage != OperatorCancelMessage {
+			t.Errorf("queued task after CancelAsOperator = %s %q, want cancelled %q", got.Status, got.StatusMessage, OperatorCancelMessage)
+		}
+
+		done := create(t, e, "short")
+		synctest.Wait()
+		if r, err := e.CancelAsOperator(bg, done.ID); err != nil || r.Status != task.Completed {
+			t.Errorf("CancelAsOperator(completed) = %v, %v; want it left completed", r, err)
+		}
+		time.Sleep(time.Minute) // done's TTL elapses
+		for _, id := range []string{done.ID, task.NewID(), "not an id"} {
+			if _, err := e.CancelAsOperator(bg, id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("CancelAsOperator(%q) = %v, want ErrNotFound", id, err)
+			}
+		}
+	})
+}

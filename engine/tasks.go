@@ -172,20 +172,51 @@ func (e *Engine) Update(ctx context.Context, principal, id string, responses map
 // left as it is. A running task's handler sees its ctx cancelled, at once
 // on this process and within one heartbeat on another.
 func (e *Engine) Cancel(ctx context.Context, principal, id string) error {
-	if !task.ValidID(id) {
-		return ErrNotFound
-	}
-	r, err := e.st.RequestCancel(ctx, store.CancelParams{ID: id, Principal: principal, Now: e.now(), StatusMessage: "Cancelled by request"})
-	if errors.Is(err, store.ErrNotFound) {
-		return ErrNotFound
+	_, err := e.cancel(ctx, principal, id, "Cancelled by request")
+	return err
+}
+
+// OperatorCancelMessage is the status message of a task that an operator
+// cancelled, as its client sees it; the operator's name goes to the
+// console's log, not to the client.
+const OperatorCancelMessage = "Cancelled by an operator"
+
+// CancelAsOperator asks for the task with the id to be cancelled on behalf
+// of an operator (the console), whoever its principal is: unlike Cancel,
+// it is not bound to a principal, so only code that has authenticated an
+// operator may call it. Otherwise it is Cancel: the store's cancel rules
+// apply (a terminal task is left as it is, a held one gets a cancel
+// request for its worker, another is cancelled at once, with the status
+// message OperatorCancelMessage), and an unknown or expired task is
+// ErrNotFound. It returns the task after the request.
+func (e *Engine) CancelAsOperator(ctx context.Context, id string) (*task.Record, error) {
+	r, err := e.st.Get(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || err == nil && r.Expired(e.now()) {
+		return nil, ErrNotFound
 	}
 	if err != nil {
-		return fmt.Errorf("engine: cancel task: %w", err)
+		return nil, fmt.Errorf("engine: cancel task: %w", err)
+	}
+	// The principal of a task never changes: the store's rules do the rest.
+	return e.cancel(ctx, r.Principal, id, OperatorCancelMessage)
+}
+
+// cancel is Cancel with a status message.
+func (e *Engine) cancel(ctx context.Context, principal, id, msg string) (*task.Record, error) {
+	if !task.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	r, err := e.st.RequestCancel(ctx, store.CancelParams{ID: id, Principal: principal, Now: e.now(), StatusMessage: msg})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: cancel task: %w", err)
 	}
 	if r.CancelRequested && !r.Status.Terminal() {
 		e.notify(id, true)
 	}
-	return nil
+	return r, nil
 }
 
 // CancelNow cancels the principal's task at once, even while a worker runs

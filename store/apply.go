@@ -44,6 +44,7 @@ func ApplyClaim(r *task.Record, p ClaimParams) Claimed {
 	}
 	r.LeaseOwner = p.Owner
 	r.LeaseExpiresAt = p.LeaseExpiresAt
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryClaimed, Attempt: r.Attempt, Worker: p.Owner, Lost: lost})
 	return Claimed{Record: r, Lost: lost}
 }
 
@@ -69,6 +70,7 @@ func ApplyRelease(r *task.Record, p FenceParams) error {
 	if err := CheckFence(r, p); err != nil {
 		return err
 	}
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryReleased, Attempt: r.Attempt, Worker: r.LeaseOwner})
 	r.LeaseOwner = ""
 	r.LeaseExpiresAt = time.Time{}
 	return nil
@@ -84,6 +86,7 @@ func ApplyStatusMessage(r *task.Record, p StatusMessageParams) (changed bool, er
 	}
 	r.StatusMessage = p.StatusMessage
 	r.UpdatedAt = p.Now
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryStatus, Attempt: r.Attempt, Message: p.StatusMessage})
 	return true, nil
 }
 
@@ -94,6 +97,7 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 		return nil, false, err
 	}
 	answers = map[string]json.RawMessage{}
+	var asked []string
 	for k, req := range p.Requests {
 		if a, ok := r.Answers[k]; ok {
 			answers[k] = a
@@ -106,6 +110,7 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 			r.InputRequests = map[string]json.RawMessage{}
 		}
 		r.InputRequests[k] = req
+		asked = append(asked, k)
 		changed = true
 	}
 	if len(r.InputRequests) > 0 && r.Status != task.InputRequired {
@@ -117,6 +122,7 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 			r.StatusMessage = p.StatusMessage
 		}
 		r.UpdatedAt = p.Now
+		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryInputRequested, Attempt: r.Attempt, Message: p.StatusMessage, Keys: asked})
 	}
 	return answers, changed, nil
 }
@@ -130,6 +136,7 @@ func ApplyFinish(r *task.Record, p FinishParams) error {
 		return &task.TransitionError{From: r.Status, To: p.Status}
 	}
 	finish(r, p.Status, p.StatusMessage, p.Now)
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: p.Status, Message: p.StatusMessage})
 	r.Result = p.Result
 	r.Error = p.Error
 	return nil
@@ -186,6 +193,7 @@ func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) 
 		r.StatusMessage = "" // the question is answered
 	}
 	r.UpdatedAt = p.Now
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryAnswered, Attempt: r.Attempt, Keys: accepted})
 	return accepted, nil
 }
 
@@ -199,11 +207,13 @@ func ApplyCancel(r *task.Record, p CancelParams) (changed bool, err error) {
 	}
 	if p.AtOnce || r.LeaseOwner == "" || !p.Now.Before(r.LeaseExpiresAt) {
 		finish(r, task.Cancelled, p.StatusMessage, p.Now)
+		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: p.StatusMessage})
 		return true, nil
 	}
 	if r.CancelRequested {
 		return false, nil
 	}
 	r.CancelRequested = true
+	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryCancelRequested, Attempt: r.Attempt})
 	return true, nil
 }

@@ -89,6 +89,13 @@ type Record struct {
 	LeaseOwner string
 	// LeaseExpiresAt is when the current lease ends; zero when unleased.
 	LeaseExpiresAt time.Time
+
+	// History lists what happened to the task since it was created, oldest
+	// first, within the bounds of MaxHistory: claims, status messages,
+	// input requests and answers, the end. It is for operators (the
+	// console's timeline); the wire view leaves it out. Heartbeats add
+	// nothing.
+	History []HistoryEvent
 }
 
 // Error is a JSON-RPC error object, as carried by a failed task.
@@ -120,6 +127,10 @@ func (r *Record) Expired(now time.Time) bool {
 // map entry that holds it, rounded up.
 const recordOverhead = 512
 
+// historyEventOverhead is what one HistoryEvent costs in memory beyond its
+// strings.
+const historyEventOverhead = 128
+
 // Size estimates the bytes r holds in memory: its variable-length fields
 // (arguments, result, messages, input requests, answers, error) plus a
 // fixed overhead. Caches and in-flight budgets count records with it.
@@ -135,6 +146,12 @@ func (r *Record) Size() int64 {
 	if r.Error != nil {
 		n += len(r.Error.Message) + len(r.Error.Data)
 	}
+	for _, e := range r.History {
+		n += historyEventOverhead + len(e.Worker) + len(e.Message)
+		for _, k := range e.Keys {
+			n += len(k)
+		}
+	}
 	return int64(n)
 }
 
@@ -146,6 +163,7 @@ func (r *Record) Clone() *Record {
 	c.Result = cloneRaw(r.Result)
 	c.InputRequests = cloneMap(r.InputRequests)
 	c.Answers = cloneMap(r.Answers)
+	c.History = cloneHistory(r.History)
 	if r.Error != nil {
 		e := *r.Error
 		e.Data = cloneRaw(r.Error.Data)

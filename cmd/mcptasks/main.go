@@ -47,6 +47,7 @@ reply and survive a restart of the server.`,
 		SilenceErrors: true,
 	}
 	root.AddCommand(newServeCmd(), newWorkerCmd(), newBenchCmd(),
-		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd(), newProxyCmd())
+		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd(), newProxyCmd(),
+		newConsoleCmd())
 	return root
 }

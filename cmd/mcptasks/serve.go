@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
+	webconsole "github.com/mcptasks/mcptasks/console"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
 )
@@ -35,6 +36,7 @@ type serveFlags struct {
 	pprofListen       string
 	stdio             bool
 	sessionKeyFile    string
+	console           consoleFlags
 	tools             *toolSet // what to serve; the built-in tools if nil
 }
 
@@ -75,6 +77,7 @@ process once their lease expires.`,
 	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
 	fl.IntVar(&f.maxJSONDepth, "max-json-depth", mcpserver.DefaultMaxJSONDepth, "deepest nesting of JSON objects and arrays a request body may have; deeper bodies get HTTP 400 and -32602 before anything decodes them")
 	fl.Int64Var(&f.maxArgumentsBytes, "max-arguments-bytes", mcpserver.DefaultMaxArgumentsBytes, "largest tools/call arguments accepted, in bytes; larger ones get -32602")
+	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
@@ -126,7 +129,24 @@ func serve(ctx context.Context, f *serveFlags) error {
 		if tokens != nil {
 			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
 		}
+		if f.console.listen != "" {
+			return errors.New("--console-listen applies to HTTP only; run mcptasks console --store … beside a --stdio process")
+		}
 		return serveStdio(ctx, f, ro)
+	}
+	if f.console.listen == "" && (f.console.tokens != "" || f.console.redact) {
+		return errors.New("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
+	}
+	var (
+		consoleTokens *webconsole.Tokens
+		consoleLn     net.Listener
+	)
+	if f.console.listen != "" {
+		var err error
+		if consoleTokens, consoleLn, err = f.console.listenConsole("console-"); err != nil {
+			return err
+		}
+		defer consoleLn.Close() // a no-op once served and shut down
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
@@ -175,6 +195,14 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	rt.eng.Start(context.WithoutCancel(ctx))
 	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", f.store, "workers", f.workers)
+	var cs *consoleServer
+	if consoleLn != nil {
+		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.eng, rt.log); err != nil {
+			ln.Close()
+			rt.drain(f.drainTimeout)
+			return err
+		}
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -187,6 +215,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 			rt.log.Warn("http shutdown", "err", err)
 		}
 		cancel()
+	}
+	if cs != nil {
+		cs.shutdown(f.drainTimeout, rt.log)
 	}
 	rt.drain(f.drainTimeout)
 	return err

@@ -44,13 +44,29 @@ const (
 	), claimed AS (
 		UPDATE mcptasks_tasks
 		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4,
-		    losses = losses + CASE WHEN prev_owner <> '' THEN 1 ELSE 0 END
+		    losses = losses + CASE WHEN prev_owner <> '' THEN 1 ELSE 0 END,
+		    history = ` + historyClaimed + `
 		FROM cand
 		WHERE id = ANY(ARRAY(SELECT cand_id FROM cand)) AND id = cand_id
 		RETURNING ` + columns + `, prev_owner <> '' AS lost
 	)
 	SELECT * FROM claimed ORDER BY created_at, id`
 )
+
+// historyClaimed is the history after a claim, as store.ApplyClaim leaves
+// it (task.Record.AddHistory): the claimed event appended, numbered after
+// the last one, and the event after the first task.HistoryHead (4) dropped
+// when task.MaxHistory (32) are kept already. The worker's name is cut to
+// task.MaxHistoryName (64) characters, as AddHistory cuts it. The numbers
+// are literals for claimSQL to be a constant; TestHistoryClaimedBounds
+// checks them.
+const historyClaimed = `CASE WHEN jsonb_array_length(coalesce(history, '[]')) >= 32
+			THEN history - 4 ELSE coalesce(history, '[]') END
+		|| jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+			'seq', coalesce((history -> -1 ->> 'seq')::int, 0) + 1,
+			'at', floor(extract(epoch FROM $1::timestamptz) * 1000)::bigint,
+			'kind', 'claimed', 'attempt', attempt + 1, 'worker', left($3, 64),
+			'lost', CASE WHEN prev_owner <> '' THEN true END)))`
 
 // claimQuery returns the claim statement of p and its arguments.
 func claimQuery(p store.ClaimParams) (string, []any) {

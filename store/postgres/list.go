@@ -45,32 +45,22 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (*store.ListPage, 
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)
 	}
-	page := &store.ListPage{}
-	page.Tasks, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (*task.Record, error) { return scanRecord(row) })
+	tasks, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*task.Record, error) { return scanRecord(row) })
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)
 	}
-	if len(page.Tasks) > q.Limit {
-		page.Tasks = page.Tasks[:q.Limit]
-		last := page.Tasks[q.Limit-1]
-		page.Next = q.Cursor(last.CreatedAt, last.ID)
-		return page, nil
-	}
-	// A short page: did the scan stop at its limit, or at the end?
-	rows, err = s.pool.Query(ctx, sq.Boundary, sq.BoundaryArgs...)
-	if err != nil {
-		return nil, fmt.Errorf("postgres: list tasks: %w", err)
-	}
-	ends, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (task.Record, error) {
-		var r task.Record
-		err := row.Scan(&r.CreatedAt, &r.ID)
-		return r, err
+	page, err := sqlstore.Page(q, tasks, func() ([]*task.Record, error) {
+		rows, err := s.pool.Query(ctx, sq.Boundary, sq.BoundaryArgs...)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*task.Record, error) {
+			r := &task.Record{}
+			return r, row.Scan(&r.CreatedAt, &r.ID)
+		})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list tasks: %w", err)
-	}
-	if len(ends) == 2 {
-		page.Next = q.Cursor(ends[0].CreatedAt, ends[0].ID)
 	}
 	return page, nil
 }

@@ -628,7 +628,7 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{"Get", getSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
 		{"Lock", lockSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
-		{"Update", updateSQL, []any{"id-42", "working", "", now, nil, nil, nil, nil, false, 1, "w", now, 0}, "mcptasks_tasks_pkey"},
+		{"Update", updateSQL, []any{"id-42", "working", "", now, nil, nil, nil, nil, false, 1, "w", now, 0, nil}, "mcptasks_tasks_pkey"},
 		{"Heartbeat", heartbeatSQL, []any{"id-42", 1, now, now}, "mcptasks_tasks_pkey"},
 		{"Claim", claimAll, claimArgs, "mcptasks_tasks_claim"},
 		{"ClaimTools", claimTools, toolArgs, "mcptasks_tasks_claim"},
@@ -720,5 +720,21 @@ func BenchmarkCreate(b *testing.B) {
 				}
 			})
 		})
+	}
+}
+
+// TestHistoryClaimedBounds checks that the bounds written as literals in
+// historyClaimed are those of package task.
+func TestHistoryClaimedBounds(t *testing.T) {
+	t.Parallel()
+	for _, want := range []string{
+		fmt.Sprintf("coalesce(history, '[]')) >= %d", task.MaxHistory),
+		fmt.Sprintf("THEN history - %d ELSE", task.HistoryHead),
+		fmt.Sprintf("'kind', '%s'", task.HistoryClaimed),
+		fmt.Sprintf("left($3, %d)", task.MaxHistoryName),
+	} {
+		if !strings.Contains(historyClaimed, want) {
+			t.Errorf("historyClaimed lacks %q", want)
+		}
 	}
 }

@@ -36,48 +36,39 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (*store.ListPage, 
 		return nil, err
 	}
 	sq := dialect.List(q, columns)
-	rows, err := s.r.QueryContext(ctx, sq.Page, sq.PageArgs...)
+	tasks, err := s.listRows(ctx, sq.Page, sq.PageArgs, scanRecord)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
 	}
-	defer rows.Close()
-	page := &store.ListPage{}
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
-		}
-		page.Tasks = append(page.Tasks, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
-	}
-	if len(page.Tasks) > q.Limit {
-		page.Tasks = page.Tasks[:q.Limit]
-		last := page.Tasks[q.Limit-1]
-		page.Next = q.Cursor(last.CreatedAt, last.ID)
-		return page, nil
-	}
-	// A short page: did the scan stop at its limit, or at the end?
-	b, err := s.r.QueryContext(ctx, sq.Boundary, sq.BoundaryArgs...)
+	page, err := sqlstore.Page(q, tasks, func() ([]*task.Record, error) {
+		return s.listRows(ctx, sq.Boundary, sq.BoundaryArgs, func(sc scanner) (*task.Record, error) {
+			var created int64
+			r := &task.Record{}
+			err := sc.Scan(&created, &r.ID)
+			r.CreatedAt = timeFrom(created)
+			return r, err
+		})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
-	}
-	defer b.Close()
-	var ends []task.Record
-	for b.Next() {
-		var created int64
-		var id string
-		if err := b.Scan(&created, &id); err != nil {
-			return nil, fmt.Errorf("sqlite: list tasks: %w", err)
-		}
-		ends = append(ends, task.Record{ID: id, CreatedAt: timeFrom(created)})
-	}
-	if err := b.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list tasks: %w", err)
-	}
-	if len(ends) == 2 {
-		page.Next = q.Cursor(ends[0].CreatedAt, ends[0].ID)
 	}
 	return page, nil
+}
+
+// listRows runs the query q on the read pool and scans each row.
+func (s *Store) listRows(ctx context.Context, q string, args []any, scan func(scanner) (*task.Record, error)) ([]*task.Record, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var rs []*task.Record
+	for rows.Next() {
+		r, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		rs = append(rs, r)
+	}
+	return rs, rows.Err()
 }

@@ -14,10 +14,10 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses, idempotency_key`
+	trace_parent, losses, idempotency_key, history`
 
 // marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
@@ -44,6 +44,10 @@ func recordValues(r *task.Record) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("error: %w", err)
 	}
+	history, err := sqlstore.EncodeHistory(r.History)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
 	cancel := 0
 	if r.CancelRequested {
 		cancel = 1
@@ -54,7 +58,7 @@ func recordValues(r *task.Record) ([]any, error) {
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, nullString(r.IdempotencyKey),
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history,
 	}, nil
 }
 
@@ -70,7 +74,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 		status                             string
 		created, updated, ttl, poll        int64
 		args, caps, inputRequests, answers []byte
-		result, rpcErr                     []byte
+		result, rpcErr, history            []byte
 		cancel                             bool
 		leaseExpiresAt                     sql.NullInt64
 		key                                sql.NullString
@@ -78,7 +82,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses, &key)
+		&r.TraceParent, &r.Losses, &key, &history)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +103,9 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	}
 	if r.Error, err = sqlstore.DecodeError(rpcErr); err != nil {
 		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)
+	}
+	if r.History, err = sqlstore.DecodeHistory(history); err != nil {
+		return nil, fmt.Errorf("task %s: history: %w", r.ID, err)
 	}
 	return &r, nil
 }

@@ -94,6 +94,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("Count", func(t *testing.T) { testCount(t, f) })
 	t.Run("List", func(t *testing.T) { testList(t, f) })
 	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
+	t.Run("History", func(t *testing.T) { testHistory(t, f) })
 }
 
 // factory makes a fresh store for one subtest.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +189,44 @@ func BenchmarkLister(b *testing.B, l store.Lister, n int, end time.Time) {
 		for b.Loop() {
 			if _, err := l.Queue(ctx, end); err != nil {
 				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkStatusMessages sets status messages on 64 running tasks of s,
+// from 4 goroutines per CPU, each message new: the write path of a
+// handler's progress, and of the history it appends to.
+func BenchmarkStatusMessages(b *testing.B, s store.Store) {
+	ctx := context.Background()
+	const tasks = 64
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	for range tasks {
+		r := &task.Record{ID: task.NewID(), Principal: "bob", Tool: "echo", Args: json.RawMessage(`{}`),
+			Status: task.Working, CreatedAt: now, UpdatedAt: now}
+		if err := s.Create(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	held, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: now, LeaseExpiresAt: now.Add(time.Hour)})
+	if err != nil || len(held) != tasks {
+		b.Fatalf("Claim = %d tasks, %v", len(held), err)
+	}
+	var next atomic.Int64
+	b.SetParallelism(4)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := next.Add(1)
+			c := held[i%tasks]
+			err := s.SetStatusMessage(ctx, store.StatusMessageParams{
+				FenceParams:   store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: now},
+				StatusMessage: fmt.Sprintf("Processing batch %d", i),
+			})
+			if err != nil {
+				b.Error(err)
+				return
 			}
 		}
 	})

@@ -139,6 +139,29 @@ func (d Dialect) List(q *store.ListQuery, columns string) ListSQL {
 	return ListSQL{Page: page, PageArgs: pageArgs, Boundary: boundary, BoundaryArgs: boundaryArgs}
 }
 
+// Page returns the page of q from the tasks its Page query returned (at
+// most q.Limit+1, in order). For a page that did not fill, it asks ends for
+// what the Boundary query returns (the tasks, with their CreatedAt and ID
+// only), to tell a scan that stopped at its limit, which gets a cursor,
+// from one that reached the end.
+func Page(q *store.ListQuery, tasks []*task.Record, ends func() ([]*task.Record, error)) (*store.ListPage, error) {
+	page := &store.ListPage{Tasks: tasks}
+	if len(tasks) > q.Limit {
+		page.Tasks = tasks[:q.Limit]
+		last := page.Tasks[q.Limit-1]
+		page.Next = q.Cursor(last.CreatedAt, last.ID)
+		return page, nil
+	}
+	rs, err := ends()
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 2 {
+		page.Next = q.Cursor(rs[0].CreatedAt, rs[0].ID)
+	}
+	return page, nil
+}
+
 // Rows are the rows of a query, as database/sql and pgx return them.
 type Rows interface {
 	Next() bool

@@ -1,0 +1,246 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// Feed tells the live pages when tasks may have changed: each live page
+// then reads what it shows again, and sends it to the browser if it
+// differs from what it sent last. Feed is the seam between the console and
+// the source of changes: today a re-read every interval, sooner when the
+// store announces a change ([NewStoreFeed]); a full change feed of the
+// store can take its place without the pages knowing.
+type Feed interface {
+	// Subscribe returns a channel that receives a value when tasks may
+	// have changed, and a function that ends the subscription. Values
+	// coalesce: a reader that is slow misses none of the news, only how
+	// many times it came.
+	Subscribe() (changed <-chan struct{}, stop func())
+}
+
+// PollFeed is a Feed that says "maybe" every interval: a live page then
+// shows a change at most the interval (and the time of one read) late.
+type PollFeed time.Duration
+
+// Subscribe implements Feed.
+func (p PollFeed) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Duration(p))
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				notify(ch)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, sync.OnceFunc(func() { close(done) })
+}
+
+// notify sends on ch unless a value is waiting there already.
+func notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// StoreFeed is the Feed of a store: a PollFeed, and, when the store is a
+// store.Listener (Postgres: LISTEN/NOTIFY), a signal at once for each of its
+// events. Postgres announces creates, answers and cancel requests; claims,
+// status messages and ends come with the next poll.
+type StoreFeed struct {
+	poll PollFeed
+	mu   sync.Mutex
+	subs map[chan struct{}]bool
+}
+
+// NewStoreFeed returns the Feed of st, polling every interval. If st is a
+// store.Listener, the feed listens until ctx is done, listening again
+// (after interval) whenever the subscription ends early; a failure is
+// logged to log and polling goes on.
+func NewStoreFeed(ctx context.Context, st store.Store, interval time.Duration, log *slog.Logger) *StoreFeed {
+	f := &StoreFeed{poll: PollFeed(interval), subs: map[chan struct{}]bool{}}
+	if l, ok := st.(store.Listener); ok {
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		go f.listen(ctx, l, interval, log)
+	}
+	return f
+}
+
+// listen relays the store's events to the subscribers until ctx is done.
+func (f *StoreFeed) listen(ctx context.Context, l store.Listener, retry time.Duration, log *slog.Logger) {
+	for ctx.Err() == nil {
+		events, err := l.Listen(ctx)
+		if err != nil {
+			log.Warn("console: listening for task events failed; live pages poll", "err", err)
+		} else {
+			for range events {
+				f.mu.Lock()
+				for ch := range f.subs {
+					notify(ch)
+				}
+				f.mu.Unlock()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(retry):
+		}
+	}
+}
+
+// Subscribe implements Feed.
+func (f *StoreFeed) Subscribe() (<-chan struct{}, func()) {
+	ticks, stopPoll := f.poll.Subscribe()
+	ch := make(chan struct{}, 1)
+	done := make(chan struct{})
+	f.mu.Lock()
+	f.subs[ch] = true
+	f.mu.Unlock()
+	go func() {
+		for {
+			select {
+			case <-ticks:
+				notify(ch)
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch, sync.OnceFunc(func() {
+		f.mu.Lock()
+		delete(f.subs, ch)
+		f.mu.Unlock()
+		close(done)
+		stopPoll()
+	})
+}
+
+// keepAlive is how often an idle live stream sends a comment, so that
+// proxies keep it open.
+const keepAlive = 15 * time.Second
+
+// stream serves a live page: an event stream that sends the page's content,
+// as render makes it, whenever the feed says tasks may have changed and
+// the content differs from what it sent last. render returns done when
+// nothing will change any more (the task is gone): the stream then sends
+// an "end" event, which tells the browser to stop.
+func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, render func(ctx context.Context) (b []byte, done bool, err error)) {
+	select {
+	case c.live <- struct{}{}:
+		defer func() { <-c.live }()
+	default:
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "Too many live pages are open; this one will try again.", http.StatusServiceUnavailable)
+		return
+	}
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	changed, stop := c.opts.Feed.Subscribe()
+	defer stop()
+	tick := time.NewTicker(keepAlive)
+	defer tick.Stop()
+	var last []byte
+	failed := false
+	send := func() bool {
+		b, done, err := render(r.Context())
+		if err != nil {
+			if !failed && r.Context().Err() == nil {
+				c.log.Warn("console: live page could not read the store", "operator", se.account.Name, "path", r.URL.Path, "err", err)
+			}
+			failed = true
+			return true
+		}
+		failed = false
+		if done {
+			fmt.Fprint(w, "event: end\ndata: \n\n")
+			rc.Flush()
+			return false
+		}
+		if bytes.Equal(b, last) {
+			return true
+		}
+		last = b
+		fmt.Fprint(w, "event: update\n")
+		// A carriage return ends an event stream's line too: as a line
+		// break, it would cut a "data:" line (task text may hold one).
+		for _, line := range bytes.Split(bytes.ReplaceAll(b, []byte("\r"), []byte("\n")), []byte("\n")) {
+			fmt.Fprintf(w, "data: %s\n", line)
+		}
+		fmt.Fprint(w, "\n")
+		return rc.Flush() == nil
+	}
+	if !send() {
+		return
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-changed:
+			if !send() {
+				return
+			}
+		case <-tick.C:
+			fmt.Fprint(w, ": keep-alive\n\n")
+			if rc.Flush() != nil {
+				return
+			}
+		}
+	}
+}
+
+// liveList streams the list page of r's query.
+func (c *Console) liveList(w http.ResponseWriter, r *http.Request, se *session) {
+	c.stream(w, r, se, func(context.Context) ([]byte, bool, error) {
+		b, _, err := c.list(r)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := c.fragment("list", c.data(se, "Tasks", "tasks", b))
+		return out, false, err
+	})
+}
+
+// liveDetail streams the page of the task of r's path, until it is gone.
+func (c *Console) liveDetail(w http.ResponseWriter, r *http.Request, se *session) {
+	c.stream(w, r, se, func(context.Context) ([]byte, bool, error) {
+		b, err := c.detail(r, se)
+		if err != nil || b == nil {
+			return nil, b == nil && err == nil, err
+		}
+		out, err := c.fragment("detail", c.data(se, "Task "+b.T.ID, "tasks", b))
+		return out, false, err
+	})
+}
+
+// liveOverview streams the overview.
+func (c *Console) liveOverview(w http.ResponseWriter, r *http.Request, se *session) {
+	c.stream(w, r, se, func(ctx context.Context) ([]byte, bool, error) {
+		b, err := c.overview.get(ctx, c.opts.Now().UTC(), c.readOverview)
+		if err != nil {
+			return nil, false, err
+		}
+		out, err := c.fragment("overview", c.data(se, "Overview", "overview", b))
+		return out, false, err
+	})
+}

@@ -1,0 +1,135 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// cookieName is the name of the session cookie.
+const cookieName = "mcptasks_console"
+
+// session is a signed-in operator: the session id is the cookie's value,
+// and csrf the token every form that changes something must send back.
+type session struct {
+	id      string
+	csrf    string
+	account Account
+	expires time.Time
+}
+
+// sessions holds the sessions of one console process, in memory: a restart
+// signs everyone out. At most max sessions are kept; the oldest goes first.
+type sessions struct {
+	ttl time.Duration
+	max int
+	now func() time.Time
+
+	mu    sync.Mutex
+	byID  map[string]*session
+	order []string // ids, oldest first
+}
+
+func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, max: max, now: now, byID: map[string]*session{}}
+}
+
+// create starts a session for the account.
+func (s *sessions) create(a Account) *session {
+	se := &session{id: randomToken(), csrf: randomToken(), account: a, expires: s.now().Add(s.ttl)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for len(s.order) >= s.max {
+		delete(s.byID, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.byID[se.id] = se
+	s.order = append(s.order, se.id)
+	return se
+}
+
+// get returns the live session with the id, or nil.
+func (s *sessions) get(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	se := s.byID[id]
+	if se == nil {
+		return nil
+	}
+	if !s.now().Before(se.expires) {
+		s.removeLocked(id)
+		return nil
+	}
+	return se
+}
+
+// remove ends the session with the id.
+func (s *sessions) remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.removeLocked(id)
+}
+
+func (s *sessions) removeLocked(id string) {
+	if _, ok := s.byID[id]; !ok {
+		return
+	}
+	delete(s.byID, id)
+	for i, o := range s.order {
+		if o == id {
+			s.order = append(s.order[:i], s.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// fromRequest returns the live session of r's cookie, or nil.
+func (s *sessions) fromRequest(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	return s.get(c.Value)
+}
+
+// setCookie sends the cookie of se: HttpOnly (no script reads it),
+// SameSite=Strict (no other site's page sends it), Secure when the
+// request came over HTTPS (directly, or through a proxy that says so),
+// and expiring with the session.
+func (s *sessions) setCookie(w http.ResponseWriter, r *http.Request, se *session) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: se.id, Path: "/",
+		Expires: se.expires, MaxAge: int(se.expires.Sub(s.now()).Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
+	})
+}
+
+// clearCookie removes the session cookie from the browser.
+func clearCookie(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
+	})
+}
+
+// secureRequest reports whether r came over HTTPS: on a TLS connection,
+// or through a proxy that terminated TLS and says so. A client that sends
+// the header itself only makes its own cookie Secure.
+func secureRequest(r *http.Request) bool {
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+// validCSRF reports whether token is se's CSRF token.
+func (se *session) validCSRF(token string) bool {
+	return token != "" && subtle.ConstantTimeCompare([]byte(token), []byte(se.csrf)) == 1
+}
+
+// randomToken returns 256 random bits, base64url.
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,317 @@
+// Package browser drives the operator console in a real headless Chromium:
+// a module of its own, so that the browser driver (chromedp) stays out of
+// mcptasks' own dependencies. CI runs it from .ci/run:
+//
+//	cd test/browser && go test -count=1 ./...
+//
+// It needs Debian's chromium (apt-get install -y chromium), or the browser
+// named by MCPTASKS_CHROMIUM; without one it skips, unless
+// MCPTASKS_REQUIRE_SERVICES=1. With MCPTASKS_SCREENSHOTS=DIR it saves the
+// screenshots of the overview and of a task's page that the README shows
+// (DIR/console-overview.png, DIR/console-detail.png).
+package browser
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+const operatorToken = "ada-console-token-0123456789"
+
+// TestConsole signs in, filters the list to input_required, opens a task,
+// sees its question and cancels it in a second tab, and sees the first
+// tab's list drop the task without a reload.
+func TestConsole(t *testing.T) {
+	browser := chromiumPath(t)
+	srv := startServer(t)
+
+	// Tasks of every kind, for the overview; the one to cancel asks a
+	// question.
+	for i := range 3 {
+		srv.call(t, "slow_compute", map[string]any{"seconds": 0.2 + 0.1*float64(i), "label": fmt.Sprintf("batch %d", i)})
+	}
+	srv.call(t, "failing_job", map[string]any{})
+	srv.call(t, "protocol_error_job", map[string]any{})
+	srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "nightly rebuild"})
+	srv.call(t, "export_report", map[string]any{"rows": 500})
+	id := srv.call(t, "confirm_delete", map[string]any{"filename": "q3-report.csv"})
+	srv.waitStatus(t, id, "input_required")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 860),
+	)
+	defer cancelAlloc()
+	list, cancelList := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	defer cancelList()
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	// Sign in: the console sends us to the sign-in form first.
+	do(t, list, "sign in",
+		chromedp.Navigate(srv.console+"tasks"),
+		chromedp.WaitVisible(css(`input[name="token"]`)),
+		chromedp.SendKeys(css(`input[name="token"]`), operatorToken),
+		chromedp.Submit(css(`input[name="token"]`)),
+		chromedp.WaitVisible(css(`form.filters`)),
+	)
+	if heading := value(t, list, "heading", chromedp.Text(css(`h1`))); heading != "Tasks" {
+		t.Fatalf("after signing in: page %q, want the task list", heading)
+	}
+
+	// The overview, once the short tasks are done.
+	srv.waitStatus(t, srv.ids[0], "completed")
+	srv.waitStatus(t, srv.ids[2], "completed")
+	do(t, list, "overview", chromedp.Navigate(srv.console), chromedp.WaitVisible(css(`svg.chart`)))
+	screenshot(t, list, "console-overview.png")
+
+	// Filter the list to input_required.
+	row := fmt.Sprintf(`tr[data-task=%q]`, id)
+	do(t, list, "filter",
+		chromedp.Navigate(srv.console+"tasks"),
+		chromedp.WaitVisible(css(`select[name="status"]`)),
+		chromedp.SetValue(css(`select[name="status"]`), "input_required"),
+		chromedp.Submit(css(`form.filters`)),
+		chromedp.WaitVisible(css(row)),
+		chromedp.Evaluate[chromedp.Void](`window.notReloaded = true`),
+	)
+	statuses := value(t, list, "statuses", chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr[data-status]")].map(r => r.dataset.status)`))
+	for _, s := range statuses {
+		if s != "input_required" {
+			t.Errorf("the filtered list shows a task %s", s)
+		}
+	}
+
+	// Open the task in a second tab, see its question, cancel it.
+	detail, cancelDetail := chromedp.NewContext(list)
+	defer cancelDetail()
+	do(t, detail, "open the task",
+		chromedp.Navigate(srv.console+"tasks?status=input_required"),
+		chromedp.Click(css(row+` a`)),
+		chromedp.WaitVisible(css(`.question .ask`)),
+	)
+	if q := value(t, detail, "question", chromedp.Text(css(`.question .ask`))); q != "Delete q3-report.csv?" {
+		t.Errorf("the task's question = %q, want %q", q, "Delete q3-report.csv?")
+	}
+	screenshot(t, detail, "console-detail.png")
+	do(t, detail, "cancel",
+		chromedp.Click(css(`form.cancel button`)),
+		chromedp.WaitVisible(css(`.summary .status.cancelled`)),
+	)
+	if got := srv.get(t, id)["status"]; got != "cancelled" {
+		t.Errorf("the task is %v after the cancel, want cancelled", got)
+	}
+
+	// The first tab's list drops the task by itself.
+	do(t, list, "live list", chromedp.WaitNotPresent(css(row)))
+	notReloaded := value(t, list, "same page", chromedp.Evaluate[bool](`window.notReloaded === true`))
+	updates := value(t, list, "updates", chromedp.AttributeValue(css(`[data-live]`), "data-updates"))
+	if !notReloaded || !updates.Exists {
+		t.Errorf("the list dropped the task with a reload (still the same page: %v; live updates: %q)", notReloaded, updates.Value)
+	}
+}
+
+// do runs the steps of a test step, failing t with its name.
+func do(t *testing.T, ctx context.Context, step string, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+}
+
+// value runs an action and returns its value, failing t with the step's
+// name.
+func value[T any](t *testing.T, ctx context.Context, step string, a chromedp.Action[T]) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, a)
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	return v
+}
+
+// screenshot saves the page in MCPTASKS_SCREENSHOTS, if set.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	dir := os.Getenv("MCPTASKS_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png := value(t, ctx, "screenshot "+name, chromedp.FullScreenshot(100))
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// chromiumPath returns the browser to drive, or skips t.
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("MCPTASKS_CHROMIUM"), "chromium", "chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("MCPTASKS_REQUIRE_SERVICES") == "1" {
+		t.Fatal("no chromium to drive: apt-get install -y chromium, or set MCPTASKS_CHROMIUM")
+	}
+	t.Skip("no chromium (apt-get install -y chromium)")
+	return ""
+}
+
+// server is a running "mcptasks serve" with its console.
+type server struct {
+	mcp, console string // URLs
+	ids          []string
+}
+
+var listening = regexp.MustCompile(`msg=(serving|console) url=(http://\S+)`)
+
+// startServer builds mcptasks and starts serve on loopback ports the
+// system picks, with the console and an operator's token; it stops it
+// when t ends.
+func startServer(t *testing.T) *server {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mcptasks")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/mcptasks")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(operatorToken+" ada operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "tasks.db"),
+		"--console-listen", "127.0.0.1:0", "--console-tokens", tokens, "--demo-step", "300ms")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	s := &server{}
+	found := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				if m[1] == "serving" {
+					s.mcp = m[2]
+				} else {
+					s.console = m[2]
+				}
+				if s.mcp != "" && s.console != "" {
+					close(found)
+				}
+			}
+		}
+		io.Copy(io.Discard, stderr)
+	}()
+	select {
+	case <-found:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not say where it listens")
+	}
+	return s
+}
+
+// rpc sends a JSON-RPC request of MCP 2026-07-28 and returns its result.
+func (s *server) rpc(t *testing.T, method, name string, params map[string]any) map[string]any {
+	t.Helper()
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}, "extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, s.mcp, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", name)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	raw = bytes.TrimSpace(raw)
+	if i := bytes.Index(raw, []byte("data: ")); i >= 0 { // an SSE answer
+		raw = bytes.TrimSpace(raw[i+len("data: "):])
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  any            `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &msg); err != nil || msg.Result == nil {
+		t.Fatalf("%s: %v %v: %s", method, err, msg.Error, raw)
+	}
+	return msg.Result
+}
+
+// call calls a tool that becomes a task and returns its id.
+func (s *server) call(t *testing.T, tool string, args map[string]any) string {
+	t.Helper()
+	r := s.rpc(t, "tools/call", tool, map[string]any{"name": tool, "arguments": args})
+	id, _ := r["taskId"].(string)
+	if id == "" {
+		t.Fatalf("tools/call %s: no task: %v", tool, r)
+	}
+	s.ids = append(s.ids, id)
+	return id
+}
+
+// get returns the task's tasks/get result.
+func (s *server) get(t *testing.T, id string) map[string]any {
+	t.Helper()
+	return s.rpc(t, "tasks/get", id, map[string]any{"taskId": id})
+}
+
+// waitStatus polls the task until it has the status.
+func (s *server) waitStatus(t *testing.T, id, status string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := s.get(t, id)
+		if r["status"] == status {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %v, not %s, after 30s", id, r["status"], status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
