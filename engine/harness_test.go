@@ -251,6 +251,7 @@ type faultStore struct {
 	failRelease atomic.Bool  // Release fails with errStoreDown
 	fakeHB      atomic.Bool  // Heartbeat says "held" without extending the lease
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
+	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 
 	mu        sync.Mutex
@@ -354,6 +355,9 @@ func (f *faultStore) Release(ctx context.Context, p store.FenceParams) error {
 func (f *faultStore) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
 	if err := f.check(); err != nil {
 		return err
+	}
+	if f.blipStatus.Add(-1) >= 0 {
+		return errStoreDown
 	}
 	return f.Store.SetStatusMessage(ctx, p)
 }
