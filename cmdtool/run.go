@@ -40,7 +40,9 @@ func Register(s *mcpserver.Server, cfg *Config) error {
 			return fmt.Errorf("%s:%d: name: the server already has a tool named %q", cfg.File, t.Line, t.Name)
 		}
 		taken[t.Name] = true
-		opts := mcpserver.ToolOptions{Task: t.Task, TTL: t.TTL, PollInterval: t.PollInterval, Retry: t.Retry}
+		// A command's running process cannot wait for an answer elsewhere:
+		// its handler holds while it asks.
+		opts := mcpserver.ToolOptions{Task: t.Task, TTL: t.TTL, PollInterval: t.PollInterval, Retry: t.Retry, Hold: true}
 		if t.c.confirm != nil {
 			opts.Prepare = t.prepare
 			if t.Task != mcpserver.TaskRequired {

@@ -28,6 +28,7 @@ const (
 	DefaultTTL           = time.Hour
 	DefaultPollInterval  = time.Second
 	DefaultSweepBatch    = 500
+	DefaultSuspendAfter  = 5 * time.Second
 )
 
 // ErrNotFound is returned for a task that does not exist, has expired, or
@@ -46,10 +47,20 @@ type Options struct {
 	// (other processes do).
 	Workers int
 	// Lease is how long a claim lasts without a heartbeat (DefaultLease if
-	// zero). Workers heartbeat every Lease/3, and handlers waiting for input
-	// re-read their task as often, for answers that no wake-up announced. A
-	// crashed worker's tasks are reclaimed once their lease expires.
+	// zero). Every Lease/3 one store call extends the leases of all the
+	// handlers of the process and reads back their cancel requests and
+	// answers (for those that no wake-up announced). A crashed worker's
+	// tasks are reclaimed once their lease expires.
 	Lease time.Duration
+	// SuspendAfter is how long a handler waits for input holding its
+	// goroutine, lease and heartbeat before it is suspended
+	// (DefaultSuspendAfter if zero; negative suspends at once). A suspended
+	// handler returns ErrSuspended and its task waits, input_required and
+	// held by nobody, costing no memory and no work, until its answers
+	// arrive; then a worker runs the handler again, and its RequestInput
+	// returns the stored answers at once. Only tools that may be re-run
+	// (RetryPolicy.Rerun) and do not hold (Tool.Hold) are suspended.
+	SuspendAfter time.Duration
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired
 	// (DefaultClaimInterval if zero).
@@ -97,12 +108,14 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*execution
+	hbStop  chan struct{} // closed to stop the heartbeat loop; nil when it does not run
 
 	startOnce sync.Once
 	drainOnce sync.Once
 	stop      context.CancelFunc // stops claiming and sweeping
 	loops     sync.WaitGroup     // claim and sweep loops
 	handlers  sync.WaitGroup     // running executions
+	beats     sync.WaitGroup     // the heartbeat loop
 }
 
 // New returns an Engine on st that runs the given tools. It does not start
@@ -119,6 +132,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	o.SweepInterval = or(o.SweepInterval, DefaultSweepInterval)
 	o.DefaultTTL = or(o.DefaultTTL, DefaultTTL)
 	o.DefaultPollInterval = or(o.DefaultPollInterval, DefaultPollInterval)
+	o.SuspendAfter = or(o.SuspendAfter, DefaultSuspendAfter)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -253,6 +253,7 @@ type faultStore struct {
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
+	hbCalls     atomic.Int32 // HeartbeatMany calls
 
 	mu        sync.Mutex
 	claimGate chan struct{} // when non-nil, Claim waits for it to close
@@ -328,18 +329,19 @@ func (f *faultStore) Claim(ctx context.Context, p store.ClaimParams) ([]store.Cl
 	return f.Store.Claim(ctx, p)
 }
 
-func (f *faultStore) Heartbeat(ctx context.Context, p store.HeartbeatParams) (bool, error) {
+func (f *faultStore) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
+	f.hbCalls.Add(1)
 	if f.stallHB.Load() {
 		<-ctx.Done()
-		return false, ctx.Err()
+		return nil, ctx.Err()
 	}
 	if f.fakeHB.Load() {
-		return false, nil
+		return make([]store.LeaseState, len(p.Leases)), nil
 	}
 	if err := f.check(); err != nil {
-		return false, err
+		return nil, err
 	}
-	return f.Store.Heartbeat(ctx, p)
+	return f.Store.HeartbeatMany(ctx, p)
 }
 
 func (f *faultStore) Release(ctx context.Context, p store.FenceParams) error {

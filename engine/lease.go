@@ -2,54 +2,111 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 )
 
-// heartbeat extends x's lease every Lease/3 until ctx is done. It cancels
-// the handler when a cancel was requested or the lease was lost.
-func (e *Engine) heartbeat(ctx context.Context, x *execution, log *slog.Logger) {
+// track registers x as running on this process, so that the heartbeat
+// loop extends its lease and cancels and answers reach it, and starts the
+// loop if it is not running. A run of the same task that x replaces (an
+// older attempt, reclaimed here) has lost its lease.
+func (e *Engine) track(x *execution) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old := e.running[x.id]; old != nil {
+		old.cancel(errLeaseLost)
+	}
+	e.running[x.id] = x
+	if e.hbStop == nil {
+		e.hbStop = make(chan struct{})
+		e.beats.Add(1)
+		go func(stop <-chan struct{}) { defer e.beats.Done(); e.heartbeat(stop) }(e.hbStop)
+	}
+}
+
+// untrack forgets x, and stops the heartbeat loop when nothing runs.
+func (e *Engine) untrack(x *execution) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.running[x.id] == x { // not a newer attempt of the task, reclaimed here
+		delete(e.running, x.id)
+	}
+	if len(e.running) == 0 && e.hbStop != nil {
+		close(e.hbStop)
+		e.hbStop = nil
+	}
+}
+
+// heartbeat extends the leases of every execution of this process in one
+// store call every Lease/3, until stop is closed (nothing runs). It
+// cancels the handlers whose task was cancelled or whose lease was lost,
+// and wakes the handlers waiting for input whose answers are in.
+func (e *Engine) heartbeat(stop <-chan struct{}) {
 	tick := time.NewTicker(e.opts.Lease / 3)
 	defer tick.Stop()
-	held := e.now().Add(e.opts.Lease) // the lease as last extended
 	for {
 		select {
-		case <-ctx.Done():
+		case <-stop:
 			return
 		case <-tick.C:
 		}
-		now := e.now()
-		// The call must not outlast the lease: a store call that hangs
-		// would otherwise keep the handler running after another worker
-		// reclaimed the task.
-		hctx, cancelHB := context.WithTimeout(ctx, held.Sub(now))
-		cancelRequested, err := e.st.Heartbeat(hctx, store.HeartbeatParams{
-			FenceParams:    store.FenceParams{ID: x.id, Attempt: x.attempt, Now: now},
-			LeaseExpiresAt: now.Add(e.opts.Lease),
-		})
-		cancelHB()
-		switch {
-		case ctx.Err() != nil:
-			return // the run ended during the call
-		case errors.Is(err, store.ErrLeaseLost):
-			log.Warn("lease lost")
-			x.cancel(errLeaseLost)
-			return
-		case err != nil && !e.now().Before(held):
+		e.heartbeatOnce()
+	}
+}
+
+// heartbeatOnce is one round of the heartbeat loop.
+func (e *Engine) heartbeatOnce() {
+	e.mu.Lock()
+	xs := make([]*execution, 0, len(e.running))
+	for _, x := range e.running {
+		xs = append(xs, x)
+	}
+	e.mu.Unlock()
+	now := e.now()
+	leases := make([]store.Lease, 0, len(xs))
+	live := xs[:0]
+	var deadline time.Time // the earliest lease end: the call must not outlast it
+	for _, x := range xs {
+		if !now.Before(x.held) {
 			// The store was unreachable for a whole lease: another worker
 			// may own the task by now, so this one must stop.
-			log.Warn("lease expired while the store was unreachable", "err", err)
+			x.log.Warn("lease expired while the store was unreachable")
 			x.cancel(errLeaseLost)
-			return
-		case err != nil:
-			log.Warn("heartbeat", "err", err)
+			continue
+		}
+		if deadline.IsZero() || x.held.Before(deadline) {
+			deadline = x.held
+		}
+		leases = append(leases, store.Lease{ID: x.id, Attempt: x.attempt})
+		live = append(live, x)
+	}
+	if len(leases) == 0 {
+		return
+	}
+	// A store call that hangs would otherwise keep a handler running
+	// after another worker reclaimed its task.
+	ctx, cancel := context.WithTimeout(context.Background(), deadline.Sub(now))
+	defer cancel()
+	sts, err := e.st.HeartbeatMany(ctx, store.HeartbeatManyParams{Leases: leases, Now: now, LeaseExpiresAt: now.Add(e.opts.Lease)})
+	if err != nil {
+		// Retried at the next tick; the leases that run out by then are
+		// given up above.
+		e.log.Warn("heartbeat", "tasks", len(leases), "err", err)
+		return
+	}
+	for i, x := range live {
+		switch st := sts[i]; {
+		case st.Lost:
+			x.log.Warn("lease lost")
+			x.cancel(errLeaseLost)
+		case st.CancelRequested:
+			x.held = now.Add(e.opts.Lease)
+			x.cancel(errCancelRequested)
 		default:
-			held = now.Add(e.opts.Lease)
-			if cancelRequested {
-				x.cancel(errCancelRequested)
+			x.held = now.Add(e.opts.Lease)
+			if st.Answered && x.waiting.Load() {
+				x.wake()
 			}
 		}
 	}

@@ -207,8 +207,8 @@ func TestLateFinishIsFenced(t *testing.T) {
 	})
 }
 
-// TestHeartbeatKeepsLeaseAlive: a task that runs (or waits for input) for
-// five lease durations stays with its worker; a second engine polling the
+// TestHeartbeatKeepsLeaseAlive: a task that runs (or waits for input, with
+// a tool that holds) for five lease durations stays with its worker; a second engine polling the
 // same store never reclaims it.
 func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 	tests := []struct {
@@ -238,7 +238,8 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 						return nil, context.Cause(ctx)
 					}
 				}
-				tools := []*Tool{{Name: "long", Handler: h, Retry: RetryPolicy{Rerun: true}}}
+				// A waiting handler that holds (not suspended).
+				tools := []*Tool{{Name: "long", Handler: h, Retry: RetryPolicy{Rerun: true}, Hold: tt.parked}}
 				a := startEngine(t, st, tools, Options{Owner: "a"})
 				r := create(t, a, "long")
 				synctest.Wait()
@@ -267,36 +268,44 @@ func TestHeartbeatKeepsLeaseAlive(t *testing.T) {
 }
 
 // TestGracefulReleaseIsNotALoss: a rerunnable task that waits for input
-// across a rolling restart is released (not lost) and claimed again, which
-// raises Attempt but not Losses. MaxAttempts is checked against Losses, so
-// the hand-off does not count: lost once with MaxAttempts 2, the task is
-// re-run, not failed with "lost 2 times".
+// across a rolling restart is released (not lost), suspended, and claimed
+// again once answered, which raises Attempt but not Losses. MaxAttempts is
+// checked against Losses, so the hand-off does not count: lost once with
+// MaxAttempts 2, the task is re-run, not failed with "lost 2 times".
 func TestGracefulReleaseIsNotALoss(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		mem := newMem()
 		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			answers, err := run.RequestInput(ctx, asks("k"), "")
+			if _, err := run.RequestInput(ctx, asks("k"), ""); err != nil {
+				return nil, err
+			}
+			answers, err := run.RequestInput(ctx, asks("k2"), "")
 			if err != nil {
 				return nil, err
 			}
-			return answers["k"], nil
+			return answers["k2"], nil
 		}
 		tools := []*Tool{{Name: "ask", Handler: h, Retry: RetryPolicy{Rerun: true, MaxAttempts: 2}}}
+		hold := Options{SuspendAfter: time.Hour} // parked handlers hold their leases
 
 		// A parks the task and shuts down gracefully: released.
-		a := startEngine(t, mem, tools, Options{Owner: "a"})
+		a := startEngine(t, mem, tools, Options{Owner: "a", SuspendAfter: hold.SuspendAfter})
 		r := create(t, a, "ask")
 		synctest.Wait()
 		if err := a.Shutdown(bg); err != nil {
 			t.Fatal(err)
 		}
-		// B claims it at once, parks it again, and crashes.
+		// B claims it once k is answered, parks it on k2, and crashes.
 		procB := &faultStore{Store: mem}
-		startEngine(t, procB, tools, Options{Owner: "b"})
+		b := startEngine(t, procB, tools, Options{Owner: "b", SuspendAfter: hold.SuspendAfter})
+		update(t, b, r.ID, map[string]string{"k": accept("yes")})
 		synctest.Wait()
+		if got := get(t, mem, r.ID); got.LeaseOwner != "b" || got.InputRequests["k2"] == nil {
+			t.Fatalf("after the answer: owner %q, asking %v; want b asking k2", got.LeaseOwner, got.InputRequests)
+		}
 		procB.down.Store(true)
 		// C reclaims it after B's lease: the first loss.
-		c := startEngine(t, mem, tools, Options{Owner: "c"})
+		c := startEngine(t, mem, tools, Options{Owner: "c", SuspendAfter: hold.SuspendAfter})
 		time.Sleep(testLease + DefaultClaimInterval)
 		synctest.Wait()
 		got := get(t, mem, r.ID)
@@ -306,7 +315,7 @@ func TestGracefulReleaseIsNotALoss(t *testing.T) {
 		if got.Attempt != 3 || got.Losses != 1 {
 			t.Errorf("attempt %d, losses %d; want 3 claims, 1 of them after a loss", got.Attempt, got.Losses)
 		}
-		update(t, c, r.ID, map[string]string{"k": accept("yes")})
+		update(t, c, r.ID, map[string]string{"k2": accept("yes")})
 		synctest.Wait()
 		wantStatus(t, mem, r.ID, task.Completed)
 	})
@@ -392,5 +401,44 @@ func TestHeartbeatHangStopsHandler(t *testing.T) {
 			t.Errorf("B ran %d times, starting at %v; A stopped at %v; want A stopped no later than B started", runsB.Load(), startB, pa.at)
 		}
 		wantStatus(t, mem, r.ID, task.Completed)
+	})
+}
+
+// TestHeartbeatBatched: one store call every Lease/3 extends the leases of
+// every handler of the process, however many run; with none running, the
+// process makes no heartbeat call at all.
+func TestHeartbeatBatched(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		e := startEngine(t, st, []*Tool{{Name: "block", Handler: blockUntilCancelled}}, Options{Workers: 50})
+		var ids []string
+		for range 40 {
+			ids = append(ids, create(t, e, "block").ID)
+		}
+		synctest.Wait()
+		start := time.Now()
+		time.Sleep(3*testLease + time.Second)
+		synctest.Wait()
+		if n := st.hbCalls.Load(); n != 9 {
+			t.Errorf("%d heartbeat calls in %v for 40 handlers, want 9 (one per Lease/3)", n, time.Since(start))
+		}
+		for _, id := range ids {
+			if r := get(t, mem, id); r.LeaseOwner != "a" || !r.LeaseExpiresAt.After(time.Now()) {
+				t.Fatalf("%s: lease %q until %v, want a's, live", id, r.LeaseOwner, r.LeaseExpiresAt)
+			}
+		}
+		for _, id := range ids {
+			if err := e.Cancel(bg, principal, id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		before := st.hbCalls.Load()
+		time.Sleep(3 * testLease)
+		synctest.Wait()
+		if n := st.hbCalls.Load() - before; n != 0 {
+			t.Errorf("%d heartbeat calls with nothing running, want none", n)
+		}
 	})
 }

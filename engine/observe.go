@@ -67,6 +67,11 @@ func (o observed) Heartbeat(ctx context.Context, p store.HeartbeatParams) (_ boo
 	return o.st.Heartbeat(ctx, p)
 }
 
+func (o observed) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) (_ []store.LeaseState, err error) {
+	defer func(t time.Time) { o.done("heartbeat", t, err) }(time.Now())
+	return o.st.HeartbeatMany(ctx, p)
+}
+
 func (o observed) Release(ctx context.Context, p store.FenceParams) (err error) {
 	defer func(t time.Time) { o.done("release", t, err) }(time.Now())
 	return o.st.Release(ctx, p)

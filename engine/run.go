@@ -21,6 +21,16 @@ var ErrNoInput = errors.New("engine: input can only be requested from a task")
 // it should return it (or any error wrapping it) as it is.
 var ErrReleased = errors.New("engine: released while waiting for input")
 
+// ErrSuspended is returned by RequestInput when the handler has waited for
+// input longer than Options.SuspendAfter: the task stays input_required,
+// held by no worker and claimed by none, until its answers arrive; then a
+// worker runs the handler again, and RequestInput returns the stored
+// answers at once. Work done before the question is done again (see
+// [Run.Attempt]). A handler that gets it should return it (or any error
+// wrapping it) as it is. Only tools that may be re-run and do not hold
+// ([Tool.Hold]) are suspended.
+var ErrSuspended = errors.New("engine: suspended until the input arrives")
+
 // Run is a handler's view of the task it runs.
 type Run struct {
 	e   *Engine
@@ -88,22 +98,33 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // handler does not hold a worker slot. A handler must not call RequestInput
 // from several goroutines at once.
 //
+// A handler of a tool that suspends ([Tool.Hold]) waits so for at most
+// Options.SuspendAfter; then RequestInput returns ErrSuspended, and the
+// handler runs again once the answers are in.
+//
 // A store error never reaches the handler: the request is retried with
 // backoff until it is stored, and a failed re-read of the answers waits
 // for the next wake-up. RequestInput returns an error only when the run
-// was stopped (its lease lost, the task cancelled, the engine shut down)
-// or released (ErrReleased); the handler should return it as it is.
-func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMessage, statusMessage string) (map[string]json.RawMessage, error) {
+// was stopped (its lease lost, the task cancelled, the engine shut down),
+// released (ErrReleased) or suspended (ErrSuspended); the handler should
+// return it as it is.
+func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMessage, statusMessage string) (_ map[string]json.RawMessage, err error) {
 	if r.e == nil {
 		return nil, ErrNoInput
 	}
 	e, x := r.e, r.x
 	// Answers given to this process, or announced by the store's Listener,
-	// wake the handler at once; the ticker only catches the rest.
-	tick := time.NewTicker(e.opts.Lease / 3)
-	defer tick.Stop()
+	// wake the handler at once; the heartbeat loop wakes it for the rest.
+	x.waiting.Store(true)
+	defer x.waiting.Store(false)
+	var suspend <-chan time.Time // fires after SuspendAfter
+	if x.tool.suspends() && e.opts.SuspendAfter > 0 {
+		t := time.NewTimer(e.opts.SuspendAfter)
+		defer t.Stop()
+		suspend = t.C
+	}
 	defer func() {
-		if !x.slot {
+		if err == nil && !x.slot {
 			select { // take a slot back before running on
 			case e.slots <- struct{}{}:
 				x.slot = true
@@ -134,15 +155,19 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			return nil, fmt.Errorf("engine: request input: %w", err)
 		case err != nil:
 			// The request is stored; only a re-read failed. Try again at
-			// the next wake-up: one store blip during a long wait for a
-			// person must not end the run. If the store stays away for a
-			// whole lease, the heartbeat cancels ctx.
+			// the next wake-up (the heartbeat loop wakes the handler again
+			// while its task is answered): one store blip during a long
+			// wait for a person must not end the run. If the store stays
+			// away for a whole lease, the heartbeat cancels ctx.
 			e.log.Warn("re-read input answers", "task", r.ID(), "err", err)
 		case len(answers) == len(requests):
 			spanInputAnswered(x.span, requests, !asked)
 			return answers, nil
 		case !asked:
 			spanInputRequested(x.span, requests, answers)
+		}
+		if x.tool.suspends() && e.opts.SuspendAfter < 0 {
+			return nil, r.suspend(ctx)
 		}
 		if x.slot {
 			x.slot = false
@@ -163,8 +188,23 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 				return nil, ErrReleased
 			}
 			x.parked = nil // wait for the drain deadline instead
+		case <-suspend:
+			return nil, r.suspend(ctx)
 		case <-x.input:
-		case <-tick.C:
 		}
 	}
+}
+
+// suspend gives up the run's lease while its task waits for input, and
+// returns ErrSuspended, or the error of a stopped run.
+func (r *Run) suspend(ctx context.Context) error {
+	if err := r.storeCall(ctx, "suspend", func(ctx context.Context) error {
+		return r.e.st.Release(ctx, r.fence())
+	}); err != nil {
+		return err
+	}
+	// An answer that came after the last re-read made the task claimable
+	// rather than suspended: claim it now.
+	r.e.signal()
+	return ErrSuspended
 }

@@ -23,6 +23,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	go func() { e.handlers.Wait(); close(done) }()
 	select {
 	case <-done:
+		e.beats.Wait()
 		return nil
 	case <-ctx.Done():
 	}
@@ -32,6 +33,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 	<-done
+	e.beats.Wait()
 	return ctx.Err()
 }
 

@@ -162,8 +162,12 @@ func (e *Engine) Update(ctx context.Context, principal, id string, responses map
 	if err != nil {
 		return nil, fmt.Errorf("engine: update task: %w", err)
 	}
-	if len(accepted) > 0 {
-		e.notify(id, false)
+	if len(accepted) > 0 && !e.notify(id, false) {
+		// No handler of this process waits for it: if the task was
+		// suspended, it is claimable now, and this process resumes it at
+		// once (other processes hear of it from the store's Listener, or
+		// at their next claim poll).
+		e.signal()
 	}
 	return accepted, nil
 }
@@ -241,20 +245,19 @@ func (e *Engine) CancelNow(ctx context.Context, principal, id string) (*task.Rec
 	return r, nil
 }
 
-// notify wakes the local execution of a task, if this process runs it.
-func (e *Engine) notify(id string, cancel bool) {
+// notify wakes the local execution of a task, if this process runs it,
+// and reports whether it does.
+func (e *Engine) notify(id string, cancel bool) bool {
 	e.mu.Lock()
 	x := e.running[id]
 	e.mu.Unlock()
 	if x == nil {
-		return
+		return false
 	}
 	if cancel {
 		x.cancel(errCancelRequested)
-		return
+		return true
 	}
-	select {
-	case x.input <- struct{}{}:
-	default:
-	}
+	x.wake()
+	return true
 }

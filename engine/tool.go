@@ -30,7 +30,18 @@ type Tool struct {
 	PollInterval time.Duration
 	// Retry says what happens when a worker running this tool is lost.
 	Retry RetryPolicy
+	// Hold keeps a handler that waits for input running, with its lease
+	// and heartbeat, instead of suspending it after Options.SuspendAfter:
+	// for handlers that must not be run again from the start while a
+	// person answers, such as a command tool's running process or a
+	// proxied call that holds an upstream session. A tool whose
+	// Retry.Rerun is false always holds.
+	Hold bool
 }
+
+// suspends reports whether the tool's handlers are suspended while they
+// wait for input.
+func (t *Tool) suspends() bool { return t.Retry.Rerun && !t.Hold }
 
 // RetryPolicy says what happens to a task whose worker was lost (crashed or
 // hung past its lease).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -27,11 +28,22 @@ type execution struct {
 	id      string
 	attempt int
 	tool    *Tool
+	log     *slog.Logger
 	cancel  context.CancelCauseFunc
 	input   chan struct{}   // buffered(1): answers may have arrived
 	parked  <-chan struct{} // closed by Shutdown: release if parked
 	slot    bool            // holds a worker slot; guarded by being used by one goroutine
 	span    trace.Span      // the run's span; records nothing without tracing
+	waiting atomic.Bool     // the handler waits in RequestInput
+	held    time.Time       // the lease as last extended; the heartbeat loop's alone
+}
+
+// wake tells the handler that its answers may have arrived.
+func (x *execution) wake() {
+	select {
+	case x.input <- struct{}{}:
+	default:
+	}
 }
 
 // Start starts the worker pool and the sweeper. They run until ctx is done
@@ -125,7 +137,7 @@ func (e *Engine) reserveSlots() int {
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
 func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
-	x := &execution{id: c.ID, attempt: c.Attempt, slot: true}
+	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt}
 	defer func() {
 		if x.slot {
 			<-e.slots
@@ -175,27 +187,18 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
-	x.tool, x.cancel, x.input, x.parked = t, cancel, make(chan struct{}, 1), e.draining
-	e.mu.Lock()
-	e.running[c.ID] = x
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		if e.running[c.ID] == x { // not a newer attempt of the task, reclaimed here
-			delete(e.running, c.ID)
-		}
-		e.mu.Unlock()
-	}()
-
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); e.heartbeat(ctx, x, log) }()
+	x.tool, x.log, x.cancel, x.input, x.parked = t, log, cancel, make(chan struct{}, 1), e.draining
+	e.track(x)
 	run := &Run{e: e, x: x, rec: c.Record}
 	res, err := callHandler(ctx, t.Handler, run)
 	cause := context.Cause(ctx)
+	e.untrack(x)
 	cancel(nil)
-	<-hbDone
 
 	switch {
+	case cause == nil && errors.Is(err, ErrSuspended):
+		log.Debug("task suspended until its input arrives")
+		spanLeft(span, cause, err)
 	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, ErrReleased):
 		log.Info("task left to another worker", "cause", cause, "err", err)
 		spanLeft(span, cause, err)

@@ -64,10 +64,14 @@ type ToolOptions struct {
 	// missing, before any task exists. A TaskRequired tool needs the Tasks
 	// extension without naming it here.
 	Requires *mcp.ClientCapabilities
-	// TTL, PollInterval and Retry are the task settings; see engine.Tool.
+	// TTL, PollInterval, Retry and Hold are the task settings; see
+	// engine.Tool. A tool with Retry.Rerun set is suspended while it waits
+	// for input longer than the engine's SuspendAfter, and run again once
+	// answered, unless Hold is set.
 	TTL          time.Duration
 	PollInterval time.Duration
 	Retry        engine.RetryPolicy
+	Hold         bool
 }
 
 // Handler is the function of a task-capable tool. It runs inside a task
@@ -116,8 +120,9 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 		}
 		res, err := h(ctx, r, in)
 		// A plain error is a tool error, except when the engine stopped
-		// the run (cancel, lost lease, shutdown): the engine decides then.
-		if err != nil && !isProtocolError(err) && ctx.Err() == nil && !errors.Is(err, engine.ErrReleased) {
+		// the run (cancel, lost lease, shutdown) or set it aside (released,
+		// suspended): the engine decides then.
+		if err != nil && !isProtocolError(err) && ctx.Err() == nil && !errors.Is(err, engine.ErrReleased) && !errors.Is(err, engine.ErrSuspended) {
 			res = &mcp.CallToolResult{}
 			res.SetError(err)
 			err = nil
@@ -129,7 +134,7 @@ func AddTool[In any](s *Server, t *mcp.Tool, opts ToolOptions, h Handler[In]) er
 	}
 	e := &toolEntry{tool: &tt, opts: opts, requires: needsOf(opts.Requires), schema: resolved, paramHeaders: hasParamHeaders(tt.InputSchema)}
 	e.engine = &engine.Tool{
-		Name: tt.Name, TTL: opts.TTL, PollInterval: opts.PollInterval, Retry: opts.Retry,
+		Name: tt.Name, TTL: opts.TTL, PollInterval: opts.PollInterval, Retry: opts.Retry, Hold: opts.Hold,
 		Handler: func(ctx context.Context, r *engine.Run) (json.RawMessage, error) {
 			res, err := run(ctx, r)
 			if err != nil {

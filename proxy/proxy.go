@@ -199,7 +199,8 @@ func (p *Proxy) register(s *mcpserver.Server, t *mcp.Tool) error {
 	if p.opts.Mode != nil {
 		mode = p.opts.Mode(&tt)
 	}
-	opts := mcpserver.ToolOptions{Task: mode, TTL: p.opts.TTL, PollInterval: p.opts.PollInterval, Retry: p.opts.Retry}
+	// A proxied call holds its upstream session while it asks: it holds.
+	opts := mcpserver.ToolOptions{Task: mode, TTL: p.opts.TTL, PollInterval: p.opts.PollInterval, Retry: p.opts.Retry, Hold: true}
 	name := tt.Name
 	err := mcpserver.AddTool(s, &tt, opts, func(ctx context.Context, run *engine.Run, args json.RawMessage) (*mcp.CallToolResult, error) {
 		return p.call(ctx, run, name, args)

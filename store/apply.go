@@ -22,9 +22,18 @@ func KeyHeld(old *task.Record, now time.Time) bool {
 	return !old.Expired(now)
 }
 
+// Suspended reports whether r is suspended: waiting for input
+// (input_required) with no worker holding it, as a handler that gave up its
+// lease to wait ([Store.Release]) leaves it. A suspended task is not
+// claimable; the answer that leaves no key outstanding makes it working,
+// and claimable, again.
+func Suspended(r *task.Record) bool {
+	return r.Status == task.InputRequired && r.LeaseOwner == ""
+}
+
 // Claimable reports whether a worker may claim r under p.
 func Claimable(r *task.Record, p ClaimParams) bool {
-	if r.Status.Terminal() || r.Expired(p.Now) {
+	if r.Status.Terminal() || r.Expired(p.Now) || Suspended(r) {
 		return false
 	}
 	if p.Tools != nil && !slices.Contains(p.Tools, r.Tool) {
@@ -65,7 +74,28 @@ func ApplyHeartbeat(r *task.Record, p HeartbeatParams) (cancelRequested bool, er
 	return r.CancelRequested, nil
 }
 
-// ApplyRelease clears r's lease without ending the task.
+// CancelledByRequest is the status message of a task that a release
+// cancels (see [ApplyRelease]).
+const CancelledByRequest = "Cancelled by request"
+
+// ApplyHeartbeatState is [ApplyHeartbeat] for [Store.HeartbeatMany]: it
+// extends r's lease if l holds it, and returns what the holder learns. r
+// is nil for a task that does not exist.
+func ApplyHeartbeatState(r *task.Record, l Lease, p HeartbeatManyParams) LeaseState {
+	if r == nil {
+		return LeaseState{Lost: true}
+	}
+	cancel, err := ApplyHeartbeat(r, HeartbeatParams{FenceParams: FenceParams{ID: l.ID, Attempt: l.Attempt, Now: p.Now}, LeaseExpiresAt: p.LeaseExpiresAt})
+	if err != nil {
+		return LeaseState{Lost: true}
+	}
+	return LeaseState{CancelRequested: cancel, Answered: r.Status != task.InputRequired}
+}
+
+// ApplyRelease clears r's lease without ending the task. A task that
+// waits for input is suspended so ([Suspended]), unless a cancel was
+// requested: nobody would claim it to act on the request, so it is
+// cancelled, with the message CancelledByRequest.
 func ApplyRelease(r *task.Record, p FenceParams) error {
 	if err := CheckFence(r, p); err != nil {
 		return err
@@ -73,6 +103,10 @@ func ApplyRelease(r *task.Record, p FenceParams) error {
 	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryReleased, Attempt: r.Attempt, Worker: r.LeaseOwner})
 	r.LeaseOwner = ""
 	r.LeaseExpiresAt = time.Time{}
+	if r.CancelRequested && r.Status == task.InputRequired {
+		finish(r, task.Cancelled, CancelledByRequest, p.Now)
+		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: CancelledByRequest})
+	}
 	return nil
 }
 

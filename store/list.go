@@ -379,7 +379,7 @@ func (q *QueueCounts) Add(r *task.Record, now time.Time) {
 		q.Running++
 	case held:
 		q.WaitingForInput++
-	case r.Status == task.InputRequired && r.LeaseOwner == "":
+	case Suspended(r):
 		q.Suspended++
 	default:
 		q.Claimable++

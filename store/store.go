@@ -65,8 +65,8 @@ type Store interface {
 	// not tell them apart by its timing either.
 	GetFor(ctx context.Context, id, principal string) (*task.Record, error)
 	// Claim leases up to p.Limit claimable tasks to p.Owner: tasks that are
-	// not terminal, whose tool is in p.Tools (all tools if nil), and whose
-	// lease is unset or expired at p.Now. Each claim increments Attempt;
+	// not terminal nor suspended ([Suspended]), whose tool is in p.Tools
+	// (all tools if nil), and whose lease is unset or expired at p.Now. Each claim increments Attempt;
 	// a claim whose previous lease expired while held (Claimed.Lost) also
 	// increments Losses.
 	// Oldest tasks are claimed first.
@@ -74,8 +74,17 @@ type Store interface {
 	// Heartbeat extends the lease held at p.Attempt to p.LeaseExpiresAt and
 	// reports whether a cancel was requested. ErrLeaseLost if not held.
 	Heartbeat(ctx context.Context, p HeartbeatParams) (cancelRequested bool, err error)
+	// HeartbeatMany is Heartbeat for many leases in one round trip: it
+	// extends each lease of p.Leases that is still held (by the fencing
+	// rules of Heartbeat) to p.LeaseExpiresAt and returns one LeaseState
+	// per lease, in order. A lease that is not held is reported Lost and
+	// changes nothing. An error is the whole call's (the store was
+	// unreachable): the caller cannot know which leases were extended.
+	HeartbeatMany(ctx context.Context, p HeartbeatManyParams) ([]LeaseState, error)
 	// Release gives up the lease held at p.Attempt without ending the task,
-	// so that another worker may claim it at once (graceful shutdown).
+	// so that another worker may claim it at once (graceful shutdown). A
+	// task that waits for input (input_required) is suspended instead: no
+	// worker claims it until an Answer leaves no key outstanding.
 	Release(ctx context.Context, p FenceParams) error
 	// SetStatusMessage sets the status message of a task held at p.Attempt.
 	SetStatusMessage(ctx context.Context, p StatusMessageParams) error
@@ -89,7 +98,7 @@ type Store interface {
 	Finish(ctx context.Context, p FinishParams) error
 	// Answer stores the responses for keys that are outstanding on the
 	// principal's task and ignores the rest. When no key is left outstanding
-	// the task returns to working. It returns the keys it accepted, or
+	// the task returns to working (and a suspended task becomes claimable). It returns the keys it accepted, or
 	// ErrNotFound when the principal has no task with that id.
 	Answer(ctx context.Context, p AnswerParams) (accepted []string, err error)
 	// RequestCancel asks for the principal's task to be cancelled. A
@@ -139,6 +148,32 @@ type FenceParams struct {
 type HeartbeatParams struct {
 	FenceParams
 	LeaseExpiresAt time.Time
+}
+
+// HeartbeatManyParams are the parameters of [Store.HeartbeatMany].
+type HeartbeatManyParams struct {
+	Leases         []Lease
+	Now            time.Time
+	LeaseExpiresAt time.Time
+}
+
+// Lease names a task and the attempt whose lease the caller holds.
+type Lease struct {
+	ID      string
+	Attempt int
+}
+
+// LeaseState is what [Store.HeartbeatMany] reports of one lease.
+type LeaseState struct {
+	// Lost reports that the lease is not held any more (the task is
+	// terminal, gone, expired, released or claimed again): it was not
+	// extended, and the holder must stop.
+	Lost bool
+	// CancelRequested reports that a cancel of the task was requested.
+	CancelRequested bool
+	// Answered reports that the task waits for no input (it is not
+	// input_required): a handler waiting for answers may read them.
+	Answered bool
 }
 
 // StatusMessageParams are the parameters of [Store.SetStatusMessage].
@@ -252,5 +287,5 @@ type Counter interface {
 type ActiveCounts struct {
 	Working       int // working, including queued ones
 	InputRequired int // waiting for input
-	Queued        int // not held by any worker (new, released or lease expired)
+	Queued        int // claimable: not held by any worker (new, released or lease expired), not suspended
 }

@@ -37,6 +37,7 @@ type runFlags struct {
 	cacheBytes   int64
 	workers      int
 	lease        time.Duration
+	suspendAfter time.Duration
 	drainTimeout time.Duration
 	demoStep     time.Duration
 	logLevel     string
@@ -49,6 +50,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: store, the most bytes of task records kept in memory to answer tasks/get polls without reading the file (a record over a sixteenth of it is not kept)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
+	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -113,6 +115,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if f.lease < 30*time.Millisecond {
 		return nil, fmt.Errorf("--lease must be at least 30ms, got %s", f.lease)
 	}
+	if f.suspendAfter < 0 {
+		return nil, fmt.Errorf("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
+	}
 	if f.cacheBytes <= 0 {
 		return nil, fmt.Errorf("--cache-bytes must be positive, got %d", f.cacheBytes)
 	}
@@ -169,7 +174,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		st.Close()
 		return nil, err
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs, TracerProvider: tracing})
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: suspendAfter(f.suspendAfter), Logger: log, Observer: obs, TracerProvider: tracing})
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -250,4 +255,13 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 		return st, nil
 	}
 	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", spec, scheme)
+}
+
+// suspendAfter is engine.Options.SuspendAfter for --suspend-after d, where
+// 0 means at once.
+func suspendAfter(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

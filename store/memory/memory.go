@@ -135,6 +135,24 @@ func (s *Store) Heartbeat(_ context.Context, p store.HeartbeatParams) (cancel bo
 	return cancel, err
 }
 
+// HeartbeatMany implements [store.Store].
+func (s *Store) HeartbeatMany(_ context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]store.LeaseState, len(p.Leases))
+	for i, l := range p.Leases {
+		r := s.tasks[l.ID]
+		if r != nil {
+			r = r.Clone()
+		}
+		out[i] = store.ApplyHeartbeatState(r, l, p)
+		if !out[i].Lost {
+			s.tasks[l.ID] = r
+		}
+	}
+	return out, nil
+}
+
 // Release implements [store.Store].
 func (s *Store) Release(_ context.Context, p store.FenceParams) error {
 	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyRelease(r, p) })
@@ -216,7 +234,7 @@ func (s *Store) CountActive(_ context.Context, now time.Time) (store.ActiveCount
 		} else {
 			c.Working++
 		}
-		if r.LeaseExpiresAt.IsZero() || !now.Before(r.LeaseExpiresAt) {
+		if (r.LeaseExpiresAt.IsZero() || !now.Before(r.LeaseExpiresAt)) && !store.Suspended(r) {
 			c.Queued++
 		}
 	}

@@ -2,17 +2,15 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/mcptasks/mcptasks/store"
 )
 
 // claimSQL leases the claimable tasks in one statement. The cand query
-// walks the mcptasks_tasks_claim index oldest first (its WHERE repeats the
-// index's, with the same literals, so the planner may use it) and locks
+// walks the mcptasks_tasks_claimable index oldest first, which leaves
+// suspended tasks out (its WHERE repeats the index's, with the same
+// literals, so the planner may use it) and locks
 // up to the limit with FOR UPDATE SKIP LOCKED: rows another claim holds
 // are skipped, never waited for, so concurrent claims take different
 // tasks. Under READ COMMITTED a row changed since the statement began is
@@ -33,7 +31,7 @@ const (
 	claimHead = `WITH cand AS (
 		SELECT id AS cand_id, lease_owner AS prev_owner
 		FROM mcptasks_tasks
-		WHERE status IN ('working', 'input_required')
+		WHERE (status = 'working' OR (status = 'input_required' AND lease_owner <> ''))
 		  AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
 		  AND (expires_at IS NULL OR expires_at > $1)
 		  `
@@ -108,27 +106,64 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	return out, nil
 }
 
-// heartbeatSQL extends a lease if the caller holds it, in one statement.
-// Its WHERE is store.CheckFence: live, not expired, held at the attempt.
-// The parameters are the id, the attempt, the new expiry and now.
-const heartbeatSQL = `UPDATE mcptasks_tasks SET lease_expires_at = $3
-	WHERE id = $1 AND attempt = $2
-	  AND status IN ('working', 'input_required')
-	  AND lease_owner <> ''
-	  AND (expires_at IS NULL OR expires_at > $4)
-	RETURNING cancel_requested`
+// heartbeatManySQL extends every lease that its caller still holds, in
+// one statement. Its WHERE is store.CheckFence: live, not expired, held at
+// the attempt. The parameters are the ids, the attempts (in the same
+// order), the new expiry and now. A lease it returns no row for is lost.
+const heartbeatManySQL = `UPDATE mcptasks_tasks t SET lease_expires_at = $3
+	FROM unnest($1::text[], $2::int[]) AS l(id, attempt)
+	WHERE t.id = l.id AND t.attempt = l.attempt
+	  AND t.status IN ('working', 'input_required')
+	  AND t.lease_owner <> ''
+	  AND (t.expires_at IS NULL OR t.expires_at > $4)
+	RETURNING t.id, t.cancel_requested, t.status <> 'input_required'`
 
-// Heartbeat implements [store.Store]. It is one statement that touches no
-// indexed column, so Postgres can make it a HOT update.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
+// HeartbeatMany implements [store.Store]. It is one statement that touches
+// no indexed column, so Postgres can make each update a HOT update.
+func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
+	ids := make([]string, len(p.Leases))
+	attempts := make([]int32, len(p.Leases))
+	for i, l := range p.Leases {
+		ids[i], attempts[i] = l.ID, int32(l.Attempt)
+	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	err = s.pool.QueryRow(ctx, heartbeatSQL, p.ID, p.Attempt, timeValue(p.LeaseExpiresAt), timeValue(p.Now)).Scan(&cancelRequested)
-	if errors.Is(err, pgx.ErrNoRows) {
+	rows, err := s.pool.Query(ctx, heartbeatManySQL, ids, attempts, timeValue(p.LeaseExpiresAt), timeValue(p.Now))
+	if err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+	}
+	defer rows.Close()
+	held := make(map[string]store.LeaseState, len(p.Leases))
+	for rows.Next() {
+		var id string
+		var st store.LeaseState
+		if err := rows.Scan(&id, &st.CancelRequested, &st.Answered); err != nil {
+			return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+		}
+		held[id] = st
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
+	}
+	out := make([]store.LeaseState, len(p.Leases))
+	for i, l := range p.Leases {
+		st, ok := held[l.ID]
+		out[i] = st
+		out[i].Lost = !ok
+	}
+	return out, nil
+}
+
+// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
+	sts, err := s.HeartbeatMany(ctx, store.HeartbeatManyParams{
+		Leases: []store.Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: p.LeaseExpiresAt,
+	})
+	if err != nil {
+		return false, err
+	}
+	if sts[0].Lost {
 		return false, store.ErrLeaseLost
 	}
-	if err != nil {
-		return false, fmt.Errorf("postgres: heartbeat: %w", err)
-	}
-	return cancelRequested, nil
+	return sts[0].CancelRequested, nil
 }

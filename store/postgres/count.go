@@ -9,9 +9,11 @@ import (
 	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 )
 
-// countActiveSQL counts the live tasks through the partial claim index.
+// countActiveSQL counts the live tasks through the partial claim index;
+// suspended tasks are not queued (store.Suspended).
 const countActiveSQL = `SELECT status, count(*),
-	count(*) FILTER (WHERE lease_expires_at IS NULL OR lease_expires_at <= $1)
+	count(*) FILTER (WHERE (lease_expires_at IS NULL OR lease_expires_at <= $1)
+		AND NOT (status = 'input_required' AND lease_owner = ''))
 	FROM mcptasks_tasks WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > $1)
 	GROUP BY status`
 

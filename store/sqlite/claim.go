@@ -9,11 +9,12 @@ import (
 	"github.com/mcptasks/mcptasks/store"
 )
 
-// claimSQL selects the claimable tasks, oldest first, by the tasks_claim
-// index: its WHERE must imply the index's, so the statuses are literals.
+// claimSQL selects the claimable tasks, oldest first, by the
+// tasks_claimable index, which leaves suspended tasks out: its WHERE must
+// imply the index's, so it repeats the index's predicate word for word.
 // The parameters are now (twice), then the limit; claimQuery adds the tools.
 const claimSQL = selectSQL + `
-	WHERE status IN ('working', 'input_required')
+	WHERE (status = 'working' OR (status = 'input_required' AND lease_owner <> ''))
 	  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
 	  AND (expires_at IS NULL OR expires_at > ?)`
 

@@ -9,9 +9,11 @@ import (
 	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 )
 
-// countActiveSQL counts the live tasks through the partial claim index.
+// countActiveSQL counts the live tasks through the partial claim index;
+// suspended tasks are not queued (store.Suspended).
 const countActiveSQL = `SELECT status, COUNT(*),
-	SUM(CASE WHEN lease_expires_at IS NULL OR lease_expires_at <= ? THEN 1 ELSE 0 END)
+	SUM(CASE WHEN (lease_expires_at IS NULL OR lease_expires_at <= ?)
+		AND NOT (status = 'input_required' AND lease_owner = '') THEN 1 ELSE 0 END)
 	FROM tasks WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > ?)
 	GROUP BY status`
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/storetest"
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -49,10 +50,15 @@ func TestListPlans(t *testing.T) {
 			}
 		})
 	}
+	claimAll, claimArgs := claimQuery(store.ClaimParams{Owner: "w", Limit: 10})
+	claimTools, toolArgs := claimQuery(store.ClaimParams{Owner: "w", Tools: []string{"a", "b"}})
 	for _, q := range []struct {
 		name, sql, want string
 		args            []any
 	}{
+		// Claims leave suspended tasks out by the index they walk.
+		{"Claim", claimAll, "tasks_claimable", claimArgs},
+		{"ClaimTools", claimTools, "tasks_claimable", toolArgs},
 		{"CountTasks", countTasksSQL, "tasks_finished", []any{0, 0}},
 		{"Throughput", throughputSQL, "tasks_finished", []any{0, 0}},
 		{"ThroughputCreated", throughputSQL, "tasks_created", []any{0, 0}},

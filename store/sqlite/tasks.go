@@ -94,6 +94,36 @@ func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelR
 	return cancelRequested, err
 }
 
+// HeartbeatMany implements [store.Store]: one write transaction (one
+// commit, shared with other writes by the group commit) for every lease.
+func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
+	out := make([]store.LeaseState, len(p.Leases))
+	err := s.inTx(ctx, "heartbeat", func(tx *wtx) error {
+		for i, l := range p.Leases {
+			s.cache.drop(l.ID)
+			r, err := tx.get(l.ID)
+			if errors.Is(err, sql.ErrNoRows) {
+				r, err = nil, nil
+			}
+			if err != nil {
+				return fmt.Errorf("sqlite: heartbeat: load: %w", err)
+			}
+			out[i] = store.ApplyHeartbeatState(r, l, p)
+			if out[i].Lost {
+				continue
+			}
+			if err := update(tx, r); err != nil {
+				return fmt.Errorf("sqlite: heartbeat: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
 	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {

@@ -89,9 +89,14 @@ func testClaimable(t *testing.T, f factory) {
 		lost  bool
 	}{
 		{"Queued", func(*task.Record) {}, true, false},
+		// Suspended: waiting for its answers, not for a worker.
 		{"InputRequiredUnleased", func(r *task.Record) {
 			r.Status, r.InputRequests, r.Attempt = task.InputRequired, raws("a", reqA), 1
-		}, true, false},
+		}, false, false},
+		{"InputRequiredLeaseExpired", func(r *task.Record) {
+			leased("w0", now.Add(-time.Millisecond))(r)
+			r.Status, r.InputRequests = task.InputRequired, raws("a", reqA)
+		}, true, true},
 		{"Completed", func(r *task.Record) { r.Status = task.Completed }, false, false},
 		{"Failed", func(r *task.Record) { r.Status = task.Failed }, false, false},
 		{"Cancelled", func(r *task.Record) { r.Status = task.Cancelled }, false, false},

@@ -10,7 +10,8 @@ import (
 )
 
 // testCount checks CountActive, for stores that implement store.Counter:
-// only live tasks count, and queued ones are those no worker holds.
+// only live tasks count, and queued ones are those no worker holds and
+// that do not wait for input.
 func testCount(t *testing.T, f factory) {
 	s := f.open(t)
 	c, ok := s.(store.Counter)
@@ -21,6 +22,12 @@ func testCount(t *testing.T, f factory) {
 	// only claimable one.
 	create(t, s, newTask("asks"))
 	requestInput(t, s, claim(t, s, "w1", at(time.Second)), at(time.Second), raws("a", reqA))
+	create(t, s, newTask("suspended"))
+	suspended := claim(t, s, "w1", at(time.Second))
+	requestInput(t, s, suspended, at(time.Second), raws("a", reqA))
+	if err := s.Release(context.Background(), fence(suspended, at(time.Second))); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
 	create(t, s, newTask("done"))
 	done := claim(t, s, "w1", at(time.Second))
 	if err := s.Finish(context.Background(), store.FinishParams{FenceParams: fence(done, at(2*time.Second)), Status: task.Completed, Result: []byte(`{}`)}); err != nil {
@@ -31,12 +38,13 @@ func testCount(t *testing.T, f factory) {
 	expired := newTask("expired")
 	expired.TTL = time.Second
 	create(t, s, expired, newTask("queued"))
-	// At 3 s: expired's TTL is over; asks and held hold leases.
+	// At 3 s: expired's TTL is over; asks and held hold leases; suspended
+	// waits for its answer, not for a worker.
 	got, err := c.CountActive(context.Background(), at(3*time.Second))
 	if err != nil {
 		t.Fatalf("CountActive: %v", err)
 	}
-	want := store.ActiveCounts{Working: 2, InputRequired: 1, Queued: 1}
+	want := store.ActiveCounts{Working: 2, InputRequired: 2, Queued: 1}
 	if got != want {
 		t.Errorf("CountActive = %+v, want %+v", got, want)
 	}

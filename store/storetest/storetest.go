@@ -38,7 +38,8 @@
 //     owner whose lease expired (not after Release), and such a claim, and
 //     no other write, increments Losses.
 //   - Fencing. Worker writes (Heartbeat, Release, SetStatusMessage,
-//     RequestInput, Finish) fail with ErrLeaseLost, changing nothing, when
+//     RequestInput, Finish) fail with ErrLeaseLost, and HeartbeatMany
+//     reports the lease Lost, changing nothing, when
 //     the id is unknown, the task is terminal or expired, nobody holds it, or
 //     it is held at another Attempt. A lease that expired but that nobody
 //     claimed again still fences by Attempt: its holder's writes succeed.
@@ -95,6 +96,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("List", func(t *testing.T) { testList(t, f) })
 	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
 	t.Run("History", func(t *testing.T) { testHistory(t, f) })
+	t.Run("Suspend", func(t *testing.T) { testSuspend(t, f) })
+	t.Run("HeartbeatMany", func(t *testing.T) { testHeartbeatMany(t, f) })
 }
 
 // factory makes a fresh store for one subtest.

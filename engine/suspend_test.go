@@ -1,0 +1,225 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
+)
+
+// suspender is a rerunnable tool that asks for k and completes with the
+// answer; it counts its runs and keeps the error of each RequestInput.
+type suspender struct {
+	runs atomic.Int32
+	mu   sync.Mutex
+	errs []error
+}
+
+func (s *suspender) tool(hold bool) *Tool {
+	return &Tool{Name: "ask", Retry: RetryPolicy{Rerun: true}, Hold: hold, Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
+		s.runs.Add(1)
+		answers, err := run.RequestInput(ctx, asks("k"), "Need k")
+		s.mu.Lock()
+		s.errs = append(s.errs, err)
+		s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return answers["k"], nil
+	}}
+}
+
+func (s *suspender) results() []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]error(nil), s.errs...)
+}
+
+// wantSuspended fails t unless the stored task is suspended and this
+// process keeps nothing of it: no execution, no worker slot, no handler or
+// heartbeat goroutine.
+func wantSuspended(t *testing.T, e *Engine, st store.Store, id string) *task.Record {
+	t.Helper()
+	r := get(t, st, id)
+	if !store.Suspended(r) || !r.LeaseExpiresAt.IsZero() {
+		t.Fatalf("status %s, owner %q, lease until %v; want suspended", r.Status, r.LeaseOwner, r.LeaseExpiresAt)
+	}
+	e.mu.Lock()
+	n := len(e.running)
+	e.mu.Unlock()
+	if n != 0 || len(e.slots) != 0 {
+		t.Errorf("%d executions and %d worker slots kept for a suspended task", n, len(e.slots))
+	}
+	for _, g := range engineGoroutines() {
+		for _, f := range []string{"engine.(*Engine).execute", "engine.(*Engine).heartbeat", "engine.callHandler"} {
+			if strings.Contains(g, f) {
+				t.Errorf("goroutine kept for a suspended task:\n%s", g)
+			}
+		}
+	}
+	return r
+}
+
+// TestSuspendAfter: a handler that waits for input longer than
+// SuspendAfter gives up its goroutine, lease and heartbeat, and gets
+// ErrSuspended; the task is claimed by nobody until it is answered; the
+// answer on this process re-runs the handler at once, and RequestInput
+// returns the stored answer.
+func TestSuspendAfter(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var s suspender
+		e := startEngine(t, st, []*Tool{s.tool(false)}, Options{})
+		r := create(t, e, "ask")
+		time.Sleep(DefaultSuspendAfter - time.Millisecond)
+		synctest.Wait()
+		if got := wantStatus(t, st, r.ID, task.InputRequired); got.LeaseOwner != "a" {
+			t.Fatalf("before SuspendAfter: owner %q, want a (held)", got.LeaseOwner)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		wantSuspended(t, e, st, r.ID)
+		if errs := s.results(); len(errs) != 1 || !errors.Is(errs[0], ErrSuspended) {
+			t.Fatalf("RequestInput returned %v, want ErrSuspended", errs)
+		}
+
+		// Leases, heartbeats and claim polls go by: nothing runs it.
+		time.Sleep(10 * testLease)
+		synctest.Wait()
+		if got := wantSuspended(t, e, st, r.ID); got.Attempt != 1 || s.runs.Load() != 1 {
+			t.Fatalf("attempt %d after %d runs while suspended; want 1, 1", got.Attempt, s.runs.Load())
+		}
+
+		answered := time.Now()
+		update(t, e, r.ID, map[string]string{"k": accept("K")})
+		synctest.Wait()
+		done := wantStatus(t, st, r.ID, task.Completed)
+		if string(done.Result) != accept("K") || done.Attempt != 2 || done.Losses != 0 || s.runs.Load() != 2 {
+			t.Errorf("result %s at attempt %d (losses %d) after %d runs; want the answer, 2, 0, 2", done.Result, done.Attempt, done.Losses, s.runs.Load())
+		}
+		if d := done.UpdatedAt.Sub(answered); d != 0 {
+			t.Errorf("completed %v after the answer, want at once", d)
+		}
+		if errs := s.results(); len(errs) != 2 || errs[1] != nil {
+			t.Errorf("RequestInput of the re-run returned %v, want the stored answer", errs)
+		}
+	})
+}
+
+// TestSuspendAtOnce: a negative SuspendAfter suspends as soon as the
+// question is stored.
+func TestSuspendAtOnce(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var s suspender
+		e := startEngine(t, st, []*Tool{s.tool(false)}, Options{SuspendAfter: -1})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		got := wantSuspended(t, e, st, r.ID)
+		if got.InputRequests["k"] == nil || got.StatusMessage != "Need k" {
+			t.Errorf("suspended task asks %v with message %q", got.InputRequests, got.StatusMessage)
+		}
+	})
+}
+
+// TestHoldNotSuspended: tools that hold, and tools that may not be re-run,
+// keep waiting with their lease however long the answer takes.
+func TestHoldNotSuspended(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tool func(s *suspender) *Tool
+	}{
+		{"Hold", func(s *suspender) *Tool { return s.tool(true) }},
+		{"NotRerun", func(s *suspender) *Tool {
+			tl := s.tool(false)
+			tl.Retry.Rerun = false
+			return tl
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				var s suspender
+				e := startEngine(t, st, []*Tool{tt.tool(&s)}, Options{SuspendAfter: -1})
+				r := create(t, e, "ask")
+				time.Sleep(3 * testLease)
+				synctest.Wait()
+				if got := wantStatus(t, st, r.ID, task.InputRequired); got.LeaseOwner != "a" || got.Attempt != 1 {
+					t.Fatalf("owner %q, attempt %d; want held by a", got.LeaseOwner, got.Attempt)
+				}
+				update(t, e, r.ID, map[string]string{"k": accept("K")})
+				synctest.Wait()
+				if done := wantStatus(t, st, r.ID, task.Completed); done.Attempt != 1 || s.runs.Load() != 1 {
+					t.Errorf("attempt %d after %d runs, want 1, 1", done.Attempt, s.runs.Load())
+				}
+			})
+		})
+	}
+}
+
+// TestSuspendedResumedElsewhere: the process that takes the answer resumes
+// the task at once; a process that runs no workers leaves it to the
+// others, which find it at their next claim poll (memory has no Listener).
+func TestSuspendedResumedElsewhere(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var s suspender
+		tools := []*Tool{s.tool(false)}
+		a := startEngine(t, st, tools, Options{Owner: "a", SuspendAfter: -1})
+		b := startEngine(t, st, tools, Options{Owner: "b", SuspendAfter: -1})
+		front := startEngine(t, st, tools, Options{Owner: "front", Workers: -1})
+
+		r1 := create(t, a, "ask")
+		synctest.Wait()
+		wantSuspended(t, a, st, r1.ID)
+		update(t, b, r1.ID, map[string]string{"k": accept("1")})
+		synctest.Wait()
+		if got := wantStatus(t, st, r1.ID, task.Completed); !strings.Contains(lastWorker(got), "b") {
+			t.Errorf("resumed by %q, want b, which took the answer", lastWorker(got))
+		}
+
+		r2 := create(t, front, "ask")
+		time.Sleep(DefaultClaimInterval)
+		synctest.Wait()
+		get(t, st, r2.ID)
+		update(t, front, r2.ID, map[string]string{"k": accept("2")})
+		time.Sleep(DefaultClaimInterval)
+		synctest.Wait()
+		wantStatus(t, st, r2.ID, task.Completed)
+	})
+}
+
+// lastWorker returns the worker of r's last claim.
+func lastWorker(r *task.Record) string {
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if r.History[i].Kind == task.HistoryClaimed {
+			return r.History[i].Worker
+		}
+	}
+	return ""
+}
+
+// TestSuspendedCancelled: a suspended task is cancelled at once by a
+// cancel request, as any task that no worker holds.
+func TestSuspendedCancelled(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var s suspender
+		e := startEngine(t, st, []*Tool{s.tool(false)}, Options{SuspendAfter: -1})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		wantSuspended(t, e, st, r.ID)
+		if err := e.Cancel(bg, principal, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		wantStatus(t, st, r.ID, task.Cancelled)
+	})
+}

@@ -1,0 +1,7 @@
+-- Suspended tasks: a task waiting for input (input_required) that no worker
+-- holds waits for its answers, not for a worker; only the answer makes it
+-- claimable again (store.Claimable). Claims walk this index, which leaves
+-- suspended tasks out, so that a million of them cost a claim nothing.
+-- tasks_claim stays for the counts of every live task.
+CREATE INDEX tasks_claimable ON tasks (created_at, id, lease_expires_at, expires_at, tool)
+    WHERE status = 'working' OR (status = 'input_required' AND lease_owner <> '');
