@@ -223,3 +223,51 @@ func TestSuspendedCancelled(t *testing.T) {
 		wantStatus(t, st, r.ID, task.Cancelled)
 	})
 }
+
+// TestRestartBesideSuspended: a process that starts beside many suspended
+// tasks runs no handler and makes no heartbeat for them, holds nothing of
+// them, and shuts down at once; the answer to one of them resumes it.
+func TestRestartBesideSuspended(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		const n = 1000
+		mem := newMem()
+		var s suspender
+		tools := []*Tool{s.tool(false)}
+		a := startEngine(t, mem, tools, Options{Owner: "a", SuspendAfter: -1})
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = create(t, a, "ask").ID
+		}
+		synctest.Wait()
+		start := time.Now()
+		if err := a.Shutdown(bg); err != nil || time.Since(start) != 0 {
+			t.Fatalf("Shutdown beside %d suspended tasks = %v after %v, want nil at once", n, err, time.Since(start))
+		}
+		if got := s.runs.Load(); got != n {
+			t.Fatalf("%d runs for %d tasks", got, n)
+		}
+
+		st := &faultStore{Store: mem}
+		b := startEngine(t, st, tools, Options{Owner: "b", SuspendAfter: -1})
+		time.Sleep(10 * testLease)
+		synctest.Wait()
+		if got := s.runs.Load(); got != n || st.hbCalls.Load() != 0 {
+			t.Errorf("after a restart: %d runs (want %d), %d heartbeat calls (want none)", got, n, st.hbCalls.Load())
+		}
+		for _, id := range ids {
+			if r := get(t, mem, id); !store.Suspended(r) || r.Attempt != 1 {
+				t.Fatalf("%s: status %s, owner %q, attempt %d; want suspended at attempt 1", id, r.Status, r.LeaseOwner, r.Attempt)
+			}
+		}
+		wantSuspended(t, b, mem, ids[0])
+
+		update(t, b, ids[n/2], map[string]string{"k": accept("K")})
+		synctest.Wait()
+		wantStatus(t, mem, ids[n/2], task.Completed)
+
+		start = time.Now()
+		if err := b.Shutdown(bg); err != nil || time.Since(start) != 0 {
+			t.Errorf("Shutdown beside %d suspended tasks = %v after %v, want nil at once", n-1, err, time.Since(start))
+		}
+	})
+}
