@@ -34,6 +34,9 @@ first error. Modes:
   lifecycle  create, poll until terminal (honouring pollIntervalMs unless
              --ignore-poll-interval), answering input requests by accepting
   call       a plain synchronous tools/call (no Tasks extension declared)
+  resume     create --tasks tasks of --tool and wait until each asks for
+             input; then answer each (accepting) and poll it every 1 ms
+             until completed: the latency is answer to completed
 
 With --server-pid, the server's CPU time per request is reported too (Linux).
 "mcptasks bench baseline" serves the two reference servers the figures in
@@ -88,7 +91,7 @@ BENCHMARKS.md are compared with.`,
 	fl.IntVarP(&cfg.Requests, "requests", "n", 0, "stop after this many operations (0: only --duration bounds the run)")
 	fl.StringVar(&cfg.Tool, "tool", "slow_compute", "tool to call (create, get, lifecycle, call)")
 	fl.StringVar(&args, "args", `{"seconds":0.001,"label":"bench"}`, "JSON object of tool arguments")
-	fl.IntVar(&cfg.Tasks, "tasks", 1000, "tasks the get mode creates first and polls round-robin")
+	fl.IntVar(&cfg.Tasks, "tasks", 1000, "tasks the get mode creates first and polls round-robin; the tasks the resume mode creates and answers")
 	fl.BoolVar(&cfg.IgnorePollInterval, "ignore-poll-interval", false, "lifecycle: poll without waiting pollIntervalMs")
 	fl.StringVar(&cfg.Token, "token", os.Getenv("MCPTASKS_TOKEN"), "bearer token (default $MCPTASKS_TOKEN)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")

@@ -24,6 +24,7 @@ const (
 	ModeGet       = "get"       // tasks/get over pre-created tasks, round-robin
 	ModeLifecycle = "lifecycle" // create, poll, answer input, until terminal
 	ModeCall      = "call"      // plain synchronous tools/call
+	ModeResume    = "resume"    // answer a waiting task, poll until terminal
 )
 
 // Config describes a run. Every loop is bounded by Duration and by
@@ -38,7 +39,7 @@ type Config struct {
 	// Tool and Args are what tools/call calls.
 	Tool string
 	Args json.RawMessage
-	// Tasks is how many tasks the get mode creates first and polls.
+	// Tasks is how many tasks the get and resume modes create first.
 	Tasks int
 	// IgnorePollInterval makes lifecycle poll as fast as it can instead of
 	// honouring pollIntervalMs.
@@ -100,8 +101,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		op = func(ctx context.Context, i int64) error { _, err := c.get(ctx, ids[i%int64(len(ids))]); return err }
 	case ModeLifecycle:
 		op = func(ctx context.Context, _ int64) error { return c.lifecycle(ctx, cfg) }
+	case ModeResume:
+		ts, err := c.waitingMany(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.Requests <= 0 || cfg.Requests > len(ts) {
+			cfg.Requests = len(ts) // each task is answered once
+		}
+		op = func(ctx context.Context, i int64) error { return c.resume(ctx, ts[i]) }
 	default:
-		return nil, fmt.Errorf("unknown mode %q: use create, get, lifecycle or call", cfg.Mode)
+		return nil, fmt.Errorf("unknown mode %q: use create, get, lifecycle, resume or call", cfg.Mode)
 	}
 
 	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
@@ -354,6 +364,77 @@ func (c *caller) createMany(ctx context.Context, cfg Config) ([]string, error) {
 		return nil, fmt.Errorf("creating the tasks to poll: %w", err)
 	}
 	return ids, nil
+}
+
+// waitingMany creates cfg.Tasks tasks for the resume mode and returns them
+// once each waits for input, cfg.Concurrency at a time.
+func (c *caller) waitingMany(ctx context.Context, cfg Config) ([]*taskState, error) {
+	ids, err := c.createMany(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	ts := make([]*taskState, len(ids))
+	var (
+		wg       sync.WaitGroup
+		next     atomic.Int64
+		firstErr atomic.Value
+	)
+	for range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < int64(len(ids)); i = next.Add(1) - 1 {
+				for {
+					t, err := c.get(ctx, ids[i])
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						return
+					}
+					if t.Status == "input_required" {
+						t.TaskID = ids[i]
+						ts[i] = t
+						break
+					}
+					if t.Status != "working" {
+						firstErr.CompareAndSwap(nil, fmt.Errorf("task %s is %s, want input_required", ids[i], t.Status))
+						return
+					}
+					time.Sleep(10 * time.Millisecond) // the poll interval while the tasks get ready
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, fmt.Errorf("creating the tasks to answer: %w", err)
+	}
+	return ts, nil
+}
+
+// resume answers every input request of t, a task that waits for input,
+// and polls it every millisecond until it is terminal: the time from the
+// answer to the first poll that sees it completed.
+func (c *caller) resume(ctx context.Context, t *taskState) error {
+	resp := map[string]json.RawMessage{}
+	for k, req := range t.InputRequests {
+		resp[k] = acceptAll(req)
+	}
+	b, _ := json.Marshal(resp)
+	if err := c.do(ctx, "tasks/update", t.TaskID, meta, `"taskId":"`+t.TaskID+`","inputResponses":`+string(b), nil); err != nil {
+		return err
+	}
+	for {
+		got, err := c.get(ctx, t.TaskID)
+		switch {
+		case err != nil:
+			return err
+		case got.Status == "completed":
+			return nil
+		case got.Status == "failed" || got.Status == "cancelled":
+			return fmt.Errorf("task %s ended %s", t.TaskID, got.Status)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // lifecycle creates a task and drives it to a terminal status, answering
