@@ -57,26 +57,29 @@ func (e *Engine) heartbeat(stop <-chan struct{}) {
 
 // heartbeatOnce is one round of the heartbeat loop.
 func (e *Engine) heartbeatOnce() {
+	now := e.now()
 	e.mu.Lock()
 	xs := make([]*execution, 0, len(e.running))
+	helds := make([]time.Time, 0, len(e.running))
 	for _, x := range e.running {
 		xs = append(xs, x)
+		helds = append(helds, x.held)
 	}
 	e.mu.Unlock()
-	now := e.now()
 	leases := make([]store.Lease, 0, len(xs))
 	live := xs[:0]
 	var deadline time.Time // the earliest lease end: the call must not outlast it
-	for _, x := range xs {
-		if !now.Before(x.held) {
+	for i, x := range xs {
+		held := helds[i]
+		if !now.Before(held) {
 			// The store was unreachable for a whole lease: another worker
 			// may own the task by now, so this one must stop.
 			x.log.Warn("lease expired while the store was unreachable")
 			x.cancel(errLeaseLost)
 			continue
 		}
-		if deadline.IsZero() || x.held.Before(deadline) {
-			deadline = x.held
+		if deadline.IsZero() || held.Before(deadline) {
+			deadline = held
 		}
 		leases = append(leases, store.Lease{ID: x.id, Attempt: x.attempt})
 		live = append(live, x)
@@ -95,19 +98,22 @@ func (e *Engine) heartbeatOnce() {
 		e.log.Warn("heartbeat", "tasks", len(leases), "err", err)
 		return
 	}
+	e.mu.Lock()
+	for i, x := range live {
+		if !sts[i].Lost {
+			x.held = now.Add(e.opts.Lease)
+		}
+	}
+	e.mu.Unlock()
 	for i, x := range live {
 		switch st := sts[i]; {
 		case st.Lost:
 			x.log.Warn("lease lost")
 			x.cancel(errLeaseLost)
 		case st.CancelRequested:
-			x.held = now.Add(e.opts.Lease)
 			x.cancel(errCancelRequested)
-		default:
-			x.held = now.Add(e.opts.Lease)
-			if st.Answered && x.waiting.Load() {
-				x.wake()
-			}
+		case st.Answered && x.waiting.Load():
+			x.wake()
 		}
 	}
 }

@@ -35,7 +35,7 @@ type execution struct {
 	slot    bool            // holds a worker slot; guarded by being used by one goroutine
 	span    trace.Span      // the run's span; records nothing without tracing
 	waiting atomic.Bool     // the handler waits in RequestInput
-	held    time.Time       // the lease as last extended; the heartbeat loop's alone
+	held    time.Time       // the lease as last extended; guarded by Engine.mu
 }
 
 // wake tells the handler that its answers may have arrived.
