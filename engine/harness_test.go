@@ -368,6 +368,13 @@ func (f *faultStore) RequestInput(ctx context.Context, p store.RequestInputParam
 	return f.Store.RequestInput(ctx, p)
 }
 
+func (f *faultStore) SaveStep(ctx context.Context, p store.StepParams) (json.RawMessage, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.Store.SaveStep(ctx, p)
+}
+
 func (f *faultStore) Finish(ctx context.Context, p store.FinishParams) error {
 	err := f.check()
 	if err == nil {
