@@ -97,10 +97,13 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*execution
+	// claimCtx is the context of the claim loop, set by Start and guarded
+	// by mu: Create claims the tasks it makes under it (nil: not started).
+	claimCtx context.Context
 
 	startOnce sync.Once
 	drainOnce sync.Once
-	stop      context.CancelFunc // stops claiming and sweeping
+	stop      context.CancelFunc // stops claiming and sweeping; called with mu held
 	loops     sync.WaitGroup     // claim and sweep loops
 	handlers  sync.WaitGroup     // running executions
 }

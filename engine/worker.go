@@ -38,7 +38,9 @@ type execution struct {
 // or [Engine.Shutdown] is called. Start may be called once.
 func (e *Engine) Start(ctx context.Context) {
 	e.startOnce.Do(func() {
+		e.mu.Lock()
 		ctx, e.stop = context.WithCancel(ctx)
+		e.mu.Unlock()
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
 		if cap(e.slots) == 0 || len(e.names) == 0 {
@@ -46,6 +48,9 @@ func (e *Engine) Start(ctx context.Context) {
 			// "every tool"): nothing to claim or wake.
 			return
 		}
+		e.mu.Lock()
+		e.claimCtx = ctx
+		e.mu.Unlock()
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
 		if l, ok := e.raw.(store.Listener); ok {
@@ -98,14 +103,45 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("engine: claim: %w", err)
 	}
 	for _, c := range claimed {
-		e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
-		e.handlers.Add(1)
-		go func() {
-			defer e.handlers.Done()
-			e.execute(ctx, c)
-		}()
+		e.begin(ctx, c, now)
 	}
 	return len(claimed), nil
+}
+
+// begin runs the claimed task c, for which the caller took a worker slot,
+// in a goroutine of its own.
+func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time) {
+	e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
+	e.handlers.Add(1)
+	go func() {
+		defer e.handlers.Done()
+		e.execute(ctx, c)
+	}()
+}
+
+// claimForCreate reports whether a task being created may be claimed by
+// this engine in its create: the engine runs workers, claiming has not
+// stopped, and a worker slot is free (it is taken). If so, it returns
+// the claim loop's context, and done, to call once the task is started
+// or the create failed, which gives the slot back unless started.
+func (e *Engine) claimForCreate() (ctx context.Context, done func(started bool), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.claimCtx == nil || e.claimCtx.Err() != nil {
+		return nil, nil, false
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil, nil, false
+	}
+	e.loops.Add(1) // Shutdown waits for the create before it drains
+	return e.claimCtx, func(started bool) {
+		if !started {
+			<-e.slots
+		}
+		e.loops.Done()
+	}, true
 }
 
 // reserveSlots takes every free worker slot without blocking and returns
