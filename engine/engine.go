@@ -100,6 +100,10 @@ type Engine struct {
 	// claimCtx is the context of the claim loop, set by Start and guarded
 	// by mu: Create claims the tasks it makes under it (nil: not started).
 	claimCtx context.Context
+	// queueCreates makes Create leave every task queued for the claim
+	// loop, as before create-with-claim: the baseline of the create
+	// benchmark, set by it only.
+	queueCreates bool
 
 	startOnce sync.Once
 	drainOnce sync.Once

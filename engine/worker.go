@@ -127,7 +127,7 @@ func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time) {
 func (e *Engine) claimForCreate() (ctx context.Context, done func(started bool), ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.claimCtx == nil || e.claimCtx.Err() != nil {
+	if e.claimCtx == nil || e.claimCtx.Err() != nil || e.queueCreates {
 		return nil, nil, false
 	}
 	select {
