@@ -13,7 +13,9 @@ import (
 // returns once every handler has returned.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.startOnce.Do(func() {}) // a later Start does nothing
-	e.mu.Lock()               // a Create claiming its task has joined e.loops, or sees claiming stopped
+	// Under mu: a Create that claims its task has joined e.loops by now,
+	// or sees claiming stopped.
+	e.mu.Lock()
 	if e.stop != nil {
 		e.stop()
 	}
