@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -91,7 +92,11 @@ type Engine struct {
 	tools map[string]*Tool
 	names []string
 
-	wake     chan struct{} // buffered(1): new work may be claimable
+	wake chan struct{} // buffered(1): new work may be claimable
+	// backlog says that tasks may be waiting for a claim: this engine
+	// left one queued at its create, or the last claim took as many tasks
+	// as it had slots for. A freed slot then wakes the claim loop at once.
+	backlog  atomic.Bool
 	draining chan struct{} // closed by Shutdown
 	slots    chan struct{} // one token per running handler
 

@@ -102,6 +102,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now)
 		claimed(true)
 	} else {
+		e.backlog.Store(true)
 		e.signal()
 	}
 	return r, nil

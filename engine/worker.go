@@ -102,6 +102,9 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("engine: claim: %w", err)
 	}
+	// A claim that filled every free slot may have left more behind; one
+	// that did not has emptied the queue this engine can see.
+	e.backlog.Store(len(claimed) == free)
 	for _, c := range claimed {
 		e.begin(ctx, c, now)
 	}
@@ -165,7 +168,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	defer func() {
 		if x.slot {
 			<-e.slots
-			e.signal() // a slot is free: claim queued work now, not at the next tick
+			if e.backlog.Load() {
+				e.signal() // a slot is free: claim queued work now, not at the next tick
+			}
 		}
 	}()
 	t := e.tools[c.Tool]
