@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -220,26 +223,118 @@ func TestParkedHandlerSurvivesStoreBlip(t *testing.T) {
 	})
 }
 
-// TestFirstRequestInputErrorReachesHandler: when the request itself cannot
-// be stored, the handler hears of it (and may fail the task).
-func TestFirstRequestInputErrorReachesHandler(t *testing.T) {
+// TestFirstRequestInputRetried: when the request itself cannot be stored,
+// RequestInput retries it with backoff until it is: a store blip must
+// never reach the handler, which would make it a tool result (issue 12
+// item 3: a task completed with "engine: request input: postgres: …").
+func TestFirstRequestInputRetried(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		mem := newMem()
 		st := &faultStore{Store: mem}
-		st.blipInput.Store(1)
+		st.blipInput.Store(3)
 		var got error
 		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			_, got = run.RequestInput(ctx, asks("k"), "")
-			return nil, got
+			a, err := run.RequestInput(ctx, asks("k"), "")
+			got = err
+			if err != nil {
+				return nil, err
+			}
+			return a["k"], nil
 		}
 		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: h}}, Options{})
 		r := create(t, e, "ask")
+		time.Sleep(time.Second)
 		synctest.Wait()
-		if !errors.Is(got, errStoreDown) {
-			t.Errorf("RequestInput = %v, want the store error", got)
+		asked := wantStatus(t, mem, r.ID, task.InputRequired)
+		// 10, 20 and 40 ms of backoff: three failures, then the write.
+		if i := slices.IndexFunc(asked.History, func(ev task.HistoryEvent) bool { return ev.Kind == task.HistoryInputRequested }); i < 0 {
+			t.Errorf("history has no input request: %+v", asked.History)
+		} else if d := asked.History[i].At.Sub(r.CreatedAt); d != 70*time.Millisecond {
+			t.Errorf("asked %v after the create, want 70ms of backoff", d)
 		}
-		wantStatus(t, mem, r.ID, task.Failed)
+		update(t, e, r.ID, map[string]string{"k": accept("K")})
+		synctest.Wait()
+		done := wantStatus(t, mem, r.ID, task.Completed)
+		if got != nil || string(done.Result) != accept("K") {
+			t.Errorf("RequestInput error %v, result %s", got, done.Result)
+		}
 	})
+}
+
+// TestSetStatusRetried: SetStatus rides out store errors the same way.
+func TestSetStatusRetried(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.blipStatus.Store(5)
+		var got error
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			got = run.SetStatus(ctx, "halfway")
+			return json.RawMessage(`{}`), got
+		}
+		e := startEngine(t, st, []*Tool{{Name: "s", Handler: h}}, Options{})
+		r := create(t, e, "s")
+		time.Sleep(time.Second) // 10+20+40+80+160 ms of backoff
+		synctest.Wait()
+		done := wantStatus(t, mem, r.ID, task.Completed)
+		if got != nil {
+			t.Errorf("SetStatus = %v, want nil", got)
+		}
+		if !slices.ContainsFunc(done.History, func(ev task.HistoryEvent) bool {
+			return ev.Kind == task.HistoryStatus && ev.Message == "halfway"
+		}) {
+			t.Errorf("history has no status message: %+v", done.History)
+		}
+	})
+}
+
+// TestRequestInputStoreDownLosesLease: a store that stays away while the
+// first request is retried ends the run when the lease runs out, without a
+// result; the next claim applies the tool's retry policy, which re-runs the
+// task or fails it saying that its worker was lost.
+func TestRequestInputStoreDownLosesLease(t *testing.T) {
+	for _, rerun := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rerun=%v", rerun), func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				mem := newMem()
+				st := &faultStore{Store: mem}
+				var runs atomic.Int32
+				var firstErr error
+				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+					if runs.Add(1) == 1 {
+						st.down.Store(true) // the store goes away under the first run
+						_, firstErr = run.RequestInput(ctx, asks("k"), "")
+						return nil, firstErr
+					}
+					return askAB(ctx, run)
+				}
+				e := startEngine(t, st, []*Tool{{Name: "ask", Handler: h, Retry: RetryPolicy{Rerun: rerun}}}, Options{})
+				r := create(t, e, "ask")
+				time.Sleep(testLease + time.Second)
+				synctest.Wait()
+				if !errors.Is(firstErr, errLeaseLost) {
+					t.Errorf("first run's RequestInput = %v, want the lost lease", firstErr)
+				}
+				st.down.Store(false)
+				time.Sleep(2 * DefaultClaimInterval)
+				synctest.Wait()
+				if fin := st.finishResults(); rerun && len(fin) != 0 {
+					t.Errorf("Finish calls %v: the first run wrote an end", fin)
+				}
+				if !rerun {
+					got := wantStatus(t, mem, r.ID, task.Failed)
+					if !strings.Contains(got.StatusMessage, "was lost") {
+						t.Errorf("status message %q", got.StatusMessage)
+					}
+					return
+				}
+				got := wantStatus(t, mem, r.ID, task.InputRequired)
+				if got.Attempt != 2 || got.Losses != 1 || runs.Load() != 2 {
+					t.Errorf("attempt %d, losses %d, runs %d; want 2, 1, 2", got.Attempt, got.Losses, runs.Load())
+				}
+			})
+		})
+	}
 }
 
 // TestInputKeyAnsweredOnce: input keys are unique for a task's life. A

@@ -66,13 +66,18 @@ func (r *Run) fence() store.FenceParams {
 }
 
 // SetStatus sets the task's status message, which clients see on their
-// next poll.
+// next poll. A store error is retried until the write succeeds; SetStatus
+// returns an error only when the run was stopped (its lease lost, the task
+// cancelled, the engine shut down), and the handler should then return it.
 func (r *Run) SetStatus(ctx context.Context, msg string) error {
 	if r.e == nil {
 		return nil
 	}
-	if err := r.e.st.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg}); err != nil {
-		return fmt.Errorf("engine: set status: %w", err)
+	err := r.storeCall(ctx, "set status", func(ctx context.Context) error {
+		return r.e.st.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg})
+	})
+	if err != nil {
+		return err
 	}
 	spanStatusMessage(r.x.span, msg)
 	return nil
@@ -85,6 +90,12 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // not asked again. While it waits, the task is input_required and the
 // handler does not hold a worker slot. A handler must not call RequestInput
 // from several goroutines at once.
+//
+// A store error never reaches the handler: the request is retried with
+// backoff until it is stored, and a failed re-read of the answers waits
+// for the next wake-up. RequestInput returns an error only when the run
+// was stopped (its lease lost, the task cancelled, the engine shut down)
+// or released (ErrReleased); the handler should return it as it is.
 func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMessage, statusMessage string) (map[string]json.RawMessage, error) {
 	if r.e == nil {
 		return nil, ErrNoInput
@@ -103,12 +114,26 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			}
 		}
 	}()
-	for asked := false; ; asked = true {
-		answers, err := e.st.RequestInput(ctx, store.RequestInputParams{
+	var answers map[string]json.RawMessage
+	read := func(ctx context.Context) (err error) {
+		answers, err = e.st.RequestInput(ctx, store.RequestInputParams{
 			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage,
 		})
+		return err
+	}
+	for asked := false; ; asked = true {
+		var err error
+		if !asked {
+			// The person must be asked: retry until the request is stored.
+			if err := r.storeCall(ctx, "request input", read); err != nil {
+				return nil, err
+			}
+		} else {
+			err = read(ctx)
+		}
 		switch {
-		case err != nil && (!asked || errors.Is(err, store.ErrLeaseLost)):
+		case errors.Is(err, store.ErrLeaseLost):
+			x.cancel(errLeaseLost)
 			return nil, fmt.Errorf("engine: request input: %w", err)
 		case err != nil:
 			// The request is stored; only a re-read failed. Try again at

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -18,11 +19,13 @@ import (
 //
 // The guarantee is at-least-once: a step whose result was stored never
 // runs again for the task; a step that ran but whose result was not
-// stored (the process crashed in between, the lease was lost, or the
-// store refused the write) runs again on the next run. An error from fn
-// is returned and not stored, so the step runs again next time. Give fn
-// work that is safe to repeat, or make it idempotent (an idempotency key
-// derived from [Run.ID] and the name).
+// stored (the process crashed in between, or the lease was lost) runs
+// again on the next run. A store error is retried until the result is
+// stored or the run stops, as for the run's other writes; Step then
+// returns the error that stopped the run, which the handler should return.
+// An error from fn is returned and not stored, so the step runs again
+// next time. Give fn work that is safe to repeat, or make it idempotent
+// (an idempotency key derived from [Run.ID] and the name).
 //
 // Names are unique within a task: each names one piece of work, like an
 // input key; a name used twice returns the first result. A result is JSON
@@ -58,7 +61,20 @@ func (r *Run) Step(ctx context.Context, name string, fn func(context.Context) (j
 	if err := task.CheckStep(name, res); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	stored, err = r.e.st.SaveStep(ctx, store.StepParams{FenceParams: r.fence(), Name: name, Result: res})
+	// A store error is retried, as for the run's other writes, until the
+	// result is stored or the run stops; a result the store's rules
+	// refuse (too large for the task's steps) is not.
+	var refused error
+	err = r.storeCall(ctx, "save step", func(ctx context.Context) (err error) {
+		stored, err = r.e.st.SaveStep(ctx, store.StepParams{FenceParams: r.fence(), Name: name, Result: res})
+		if errors.Is(err, task.ErrStepTooLarge) || errors.Is(err, task.ErrInvalidStep) {
+			refused, err = err, nil
+		}
+		return err
+	})
+	if err == nil {
+		err = refused
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: step %q: %w", name, err)
 	}

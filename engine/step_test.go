@@ -160,6 +160,29 @@ func TestStep_ErrorIsNotStored(t *testing.T) {
 	})
 }
 
+// TestStep_StoreBlip: a step whose write fails for a moment is written
+// again until it is stored; its work runs once and the handler never sees
+// the store's error.
+func TestStep_StoreBlip(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.blipStep.Store(3)
+		var calls atomic.Int32
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			return run.Step(ctx, "s", counted(&calls, `"done"`))
+		}
+		e := startEngine(t, st, []*Tool{{Name: "t", Handler: h}}, Options{})
+		r := create(t, e, "t")
+		time.Sleep(time.Second) // the backoff: 10, 20, 40 ms
+		synctest.Wait()
+		done := wantStatus(t, mem, r.ID, task.Completed)
+		if calls.Load() != 1 || string(done.Result) != `"done"` || string(done.Steps["s"]) != `"done"` {
+			t.Errorf("%d calls, result %s, steps %s; want 1 call and the stored result", calls.Load(), done.Result, done.Steps)
+		}
+	})
+}
+
 // TestStep_Bounds: a result over task.MaxStepBytes, a bad name or invalid
 // JSON fails the step with an error naming it, and nothing is stored.
 func TestStep_Bounds(t *testing.T) {
@@ -200,6 +223,34 @@ func TestStep_Bounds(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStep_TotalBound: a step that would make the task's steps pass
+// task.MaxStepsBytes fails at once (the store's refusal is not retried),
+// naming the step and the bound.
+func TestStep_TotalBound(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		big := json.RawMessage(`"` + strings.Repeat("x", task.MaxStepBytes-2) + `"`)
+		var err error
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			for _, name := range []string{"a", "b", "c", "d"} {
+				if _, err = run.Step(ctx, name, func(context.Context) (json.RawMessage, error) { return big, nil }); err != nil {
+					break
+				}
+			}
+			return json.RawMessage(`{}`), nil
+		}
+		e := startEngine(t, mem, []*Tool{{Name: "t", Handler: h}}, Options{})
+		r := create(t, e, "t")
+		synctest.Wait()
+		if !errors.Is(err, task.ErrStepTooLarge) || !strings.Contains(err.Error(), `"d"`) || !strings.Contains(err.Error(), "task.MaxStepsBytes") {
+			t.Errorf("fourth Step error = %v, want task.ErrStepTooLarge naming the step and the bound", err)
+		}
+		if done := wantStatus(t, mem, r.ID, task.Completed); len(done.Steps) != 3 {
+			t.Errorf("%d steps stored, want 3", len(done.Steps))
+		}
+	})
 }
 
 // TestStep_LeaseLost: a worker whose lease another worker took cannot
