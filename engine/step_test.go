@@ -74,18 +74,27 @@ func TestStep_ReplayAfterLostWorker(t *testing.T) {
 	})
 }
 
-// TestStep_CrashBetweenSteps: A stores the first step, then dies while the
-// second one works, before its result is stored. B's re-run skips the
-// first step, runs the second again (at-least-once), asks, and completes
-// on the answer.
+// TestStep_CrashBetweenSteps: A stores a step, asks, gets the answer,
+// and dies while the step after the answer works, before its result is
+// stored. B's re-run skips the first step, gets the stored answer without
+// asking again, and runs only the second step again (at-least-once).
 func TestStep_CrashBetweenSteps(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		mem := newMem()
 		procA := &faultStore{Store: mem}
 		var first, second atomic.Int32
+		var waited []int // attempts whose RequestInput had to wait
 		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
 			if _, err := run.Step(ctx, "first", counted(&first, `1`)); err != nil {
 				return nil, err
+			}
+			asked := time.Now()
+			ans, err := run.RequestInput(ctx, asks("go"), "Go on?")
+			if err != nil {
+				return nil, err
+			}
+			if time.Since(asked) > 0 {
+				waited = append(waited, run.Attempt())
 			}
 			two, err := run.Step(ctx, "second", func(context.Context) (json.RawMessage, error) {
 				if second.Add(1) == 1 {
@@ -96,35 +105,38 @@ func TestStep_CrashBetweenSteps(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			ans, err := run.RequestInput(ctx, asks("go"), "Go on?")
-			if err != nil {
-				return nil, err
-			}
 			return json.Marshal(map[string]json.RawMessage{"second": two, "go": ans["go"]})
 		}
 		tools := []*Tool{{Name: "two", Handler: h, Retry: RetryPolicy{Rerun: true}}}
 		a := startEngine(t, procA, tools, Options{Owner: "a"})
 		r := create(t, a, "two")
 		synctest.Wait()
+		wantStatus(t, mem, r.ID, task.InputRequired)
+		time.Sleep(time.Second) // the person takes a second to answer
+		update(t, a, r.ID, map[string]string{"go": accept("yes")})
+		synctest.Wait()
 		held := get(t, mem, r.ID)
-		if _, ok := held.Steps["second"]; ok || string(held.Steps["first"]) != `1` {
-			t.Fatalf("after the crash, steps = %s; want first only", held.Steps)
+		if _, ok := held.Steps["second"]; ok || string(held.Steps["first"]) != `1` || second.Load() != 1 {
+			t.Fatalf("after the crash: steps %s, second ran %d times; want first stored, second run once and lost", held.Steps, second.Load())
 		}
 
 		startEngine(t, mem, tools, Options{Owner: "b"})
 		time.Sleep(time.Until(held.LeaseExpiresAt) + DefaultClaimInterval)
 		synctest.Wait()
-		wantStatus(t, mem, r.ID, task.InputRequired)
-		front := startEngine(t, mem, nil, Options{Owner: "front", Workers: -1})
-		update(t, front, r.ID, map[string]string{"go": accept("yes")})
-		time.Sleep(testLease / 3)
-		synctest.Wait()
 		done := wantStatus(t, mem, r.ID, task.Completed)
 		if first.Load() != 1 || second.Load() != 2 {
 			t.Errorf("first ran %d times, second %d; want 1 (stored) and 2 (lost with A)", first.Load(), second.Load())
 		}
+		if len(waited) != 1 || waited[0] != 1 {
+			t.Errorf("RequestInput waited at attempts %v, want [1]: the re-run gets the stored answer", waited)
+		}
 		if done.Attempt != 2 || !strings.Contains(string(done.Result), `"second":2`) {
 			t.Errorf("attempt %d, result %s", done.Attempt, done.Result)
+		}
+		for _, ev := range done.History {
+			if ev.Kind == task.HistoryInputRequested && ev.Attempt == 2 {
+				t.Errorf("the re-run asked again: %+v", ev)
+			}
 		}
 	})
 }
