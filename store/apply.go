@@ -147,7 +147,7 @@ func ApplyStep(r *task.Record, p StepParams) (stored json.RawMessage, changed bo
 	if r.Steps == nil {
 		r.Steps = map[string]json.RawMessage{}
 	}
-	r.Steps[p.Name] = p.Result
+	r.Steps[p.Name] = slices.Clone(p.Result) // the caller keeps its own
 	return p.Result, true, nil
 }
 

@@ -161,6 +161,7 @@ func (s *Store) RequestInput(_ context.Context, p store.RequestInputParams) (ans
 func (s *Store) SaveStep(_ context.Context, p store.StepParams) (stored json.RawMessage, err error) {
 	err = s.fenced(p.ID, func(r *task.Record) (err error) {
 		stored, _, err = store.ApplyStep(r, p)
+		stored = slices.Clone(stored) // the record keeps its own
 		return err
 	})
 	return stored, err

@@ -35,7 +35,7 @@ func testSteps(t *testing.T, f factory) {
 		if got := saveStep(t, s, c, at(time.Second), "query", query); string(got) != string(query) {
 			t.Errorf("SaveStep returned %s, want %s", got, query)
 		}
-		saveStep(t, s, c, at(2*time.Second), "count", json.RawMessage(`3`))
+		saveStep(t, s, c, at(2*time.Second), "count", json.RawMessage(`3`))[0] = '4' // a copy
 		want.Steps = raws("query", query, "count", json.RawMessage(`3`))
 		wantStored(t, s, want) // UpdatedAt unchanged: a step is not on the wire
 	})
