@@ -65,7 +65,7 @@ type Options struct {
 	// no other site can reach it by DNS rebinding); the listener must be
 	// a loopback address (see CheckListen).
 	Tokens *Tokens
-	// Redact shows tool arguments, answers and results with every value
+	// Redact shows tool arguments, answers, step results and results with every value
 	// replaced by "…" (their keys and shape stay).
 	Redact bool
 	// Feed says when tasks may have changed, for the live pages; nil

@@ -22,6 +22,7 @@ type detailBody struct {
 	Args      string
 	Questions []question
 	Answers   []answer
+	Steps     []answer // the stored results of durable steps, by name
 	Result    string
 	ErrorData string
 	Timeline  []event
@@ -75,6 +76,9 @@ func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(rec.Answers)) {
 		b.Answers = append(b.Answers, answer{Key: k, JSON: showJSON(rec.Answers[k], redact)})
+	}
+	for _, k := range slices.Sorted(maps.Keys(rec.Steps)) {
+		b.Steps = append(b.Steps, answer{Key: k, JSON: showJSON(rec.Steps[k], redact)})
 	}
 	return b, nil
 }

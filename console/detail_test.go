@@ -15,6 +15,7 @@ func TestDetailPage(t *testing.T) {
 		h := newHarness(t, b, Options{}, false)
 		r := asking(newTask(0, "export_report", "bob"), "Overwrite report.csv with 5 rows?")
 		r.Answers = map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}
+		r.Steps = map[string]json.RawMessage{"query": json.RawMessage(`{"rows":5}`)}
 		h.put(r)
 		c := h.as(victorToken)
 
@@ -26,8 +27,9 @@ func TestDetailPage(t *testing.T) {
 			// the timeline
 			"Created by bob, tool export_report", "Claimed by worker w1 (attempt 1)", "Status: Querying rows",
 			"Asked for input: confirm — Overwrite report.csv with 5 rows?",
-			// arguments, answers, trace id, worker
-			"secret-plans.txt", "Ada", "4bf92f3577b34da6a3ce929d0e0e4736", "w1, lease until 2026-07-28 12:30:00.000Z",
+			// arguments, answers, steps, trace id, worker
+			"secret-plans.txt", "Ada", "<h2>Steps</h2>", "<code>query</code>", "&#34;rows&#34;: 5",
+			"4bf92f3577b34da6a3ce929d0e0e4736", "w1, lease until 2026-07-28 12:30:00.000Z",
 			`data-live="/live/tasks/`+r.ID+`"`)
 		// A viewer sees no cancel button.
 		wantNot(t, res, "Cancel task")
@@ -69,12 +71,13 @@ func TestDetailPage_Redacted(t *testing.T) {
 	h := newHarness(t, memoryBackend, Options{Redact: true}, false)
 	r := asking(newTask(0, "export_report", "bob"), "Overwrite?")
 	r.Answers = map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}
+	r.Steps = map[string]json.RawMessage{"query": json.RawMessage(`{"path":"the-secret-step"}`)}
 	r.Status, r.Result = task.Completed, json.RawMessage(`{"content":[{"type":"text","text":"the secret result"}]}`)
 	h.put(r)
 	res := h.as(aliceToken).get("/tasks/" + r.ID)
 	// Keys and shape stay; values go.
 	wantPage(t, res, http.StatusOK, "&#34;filename&#34;: &#34;…&#34;", "&#34;rows&#34;: &#34;…&#34;", "&#34;name&#34;: &#34;…&#34;", "redacted")
-	wantNot(t, res, "secret-plans.txt", "Ada", "the secret result")
+	wantNot(t, res, "secret-plans.txt", "Ada", "the secret result", "the-secret-step")
 }
 
 func TestShowJSON(t *testing.T) {

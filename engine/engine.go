@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -102,17 +103,28 @@ type Engine struct {
 	tools map[string]*Tool
 	names []string
 
-	wake     chan struct{} // buffered(1): new work may be claimable
+	wake chan struct{} // buffered(1): new work may be claimable
+	// backlog says that tasks may be waiting for a claim: this engine
+	// left one queued at its create, or the last claim took as many tasks
+	// as it had slots for. A freed slot then wakes the claim loop at once.
+	backlog  atomic.Bool
 	draining chan struct{} // closed by Shutdown
 	slots    chan struct{} // one token per running handler
 
 	mu      sync.Mutex
 	running map[string]*execution
 	hbStop  chan struct{} // closed to stop the heartbeat loop; nil when it does not run
+	// claimCtx is the context of the claim loop, set by Start and guarded
+	// by mu: Create claims the tasks it makes under it (nil: not started).
+	claimCtx context.Context
+	// queueCreates makes Create leave every task queued for the claim
+	// loop, as before create-with-claim: the baseline of the create
+	// benchmark, set by it only.
+	queueCreates bool
 
 	startOnce sync.Once
 	drainOnce sync.Once
-	stop      context.CancelFunc // stops claiming and sweeping
+	stop      context.CancelFunc // stops claiming and sweeping; called with mu held
 	loops     sync.WaitGroup     // claim and sweep loops
 	handlers  sync.WaitGroup     // running executions
 	beats     sync.WaitGroup     // the heartbeat loop

@@ -251,6 +251,7 @@ type faultStore struct {
 	failRelease atomic.Bool  // Release fails with errStoreDown
 	fakeHB      atomic.Bool  // Heartbeat says "held" without extending the lease
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
+	blipStep    atomic.Int32 // so many next SaveStep calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 	hbCalls     atomic.Int32 // HeartbeatMany calls
@@ -372,6 +373,16 @@ func (f *faultStore) RequestInput(ctx context.Context, p store.RequestInputParam
 		return nil, errStoreDown
 	}
 	return f.Store.RequestInput(ctx, p)
+}
+
+func (f *faultStore) SaveStep(ctx context.Context, p store.StepParams) (json.RawMessage, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if f.blipStep.Add(-1) >= 0 {
+		return nil, errStoreDown
+	}
+	return f.Store.SaveStep(ctx, p)
 }
 
 func (f *faultStore) Finish(ctx context.Context, p store.FinishParams) error {

@@ -87,6 +87,11 @@ func (o observed) RequestInput(ctx context.Context, p store.RequestInputParams) 
 	return o.st.RequestInput(ctx, p)
 }
 
+func (o observed) SaveStep(ctx context.Context, p store.StepParams) (_ json.RawMessage, err error) {
+	defer func(t time.Time) { o.done("save_step", t, err) }(time.Now())
+	return o.st.SaveStep(ctx, p)
+}
+
 func (o observed) Finish(ctx context.Context, p store.FinishParams) (err error) {
 	defer func(t time.Time) { o.done("finish", t, err) }(time.Now())
 	return o.st.Finish(ctx, p)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -35,11 +36,13 @@ var ErrSuspended = errors.New("engine: suspended until the input arrives")
 type Run struct {
 	e   *Engine
 	x   *execution
+	mu  sync.Mutex // guards rec.Steps
 	rec *task.Record
 }
 
 // NewInlineRun returns a Run for executing a handler synchronously, outside
-// any task: SetStatus does nothing and RequestInput returns ErrNoInput.
+// any task: SetStatus does nothing, RequestInput returns ErrNoInput, and
+// Step calls its function.
 func NewInlineRun(tool string, args, clientCapabilities json.RawMessage) *Run {
 	return &Run{rec: &task.Record{Tool: tool, Args: args, ClientCapabilities: clientCapabilities, Status: task.Working}}
 }

@@ -13,9 +13,13 @@ import (
 // returns once every handler has returned.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.startOnce.Do(func() {}) // a later Start does nothing
+	// Under mu: a Create that claims its task has joined e.loops by now,
+	// or sees claiming stopped.
+	e.mu.Lock()
 	if e.stop != nil {
 		e.stop()
 	}
+	e.mu.Unlock()
 	e.loops.Wait()
 	e.drainOnce.Do(func() { close(e.draining) })
 

@@ -45,8 +45,11 @@ var ErrInvalidKey = errors.New("engine: invalid idempotency key")
 var ErrKeyReused = errors.New("engine: idempotency key already used for another call")
 
 // Create makes a task and returns it once it is durable in the store, so
-// that a tasks/get for its id succeeds on every process from then on. A
-// worker picks it up.
+// that a tasks/get for its id succeeds on every process from then on. On
+// a started engine with a free worker slot, the task is created already
+// claimed by this engine (one write instead of a create and a claim), and
+// its handler starts at once; otherwise a worker of any process picks it
+// up.
 //
 // With an idempotency key that a live task of the principal was created
 // with, by the same tool with the same arguments (as JSON values), Create
@@ -76,7 +79,18 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		TTL:                max(or(t.TTL, e.opts.DefaultTTL), 0),
 		PollInterval:       or(t.PollInterval, e.opts.DefaultPollInterval),
 	}
+	// With a free worker slot, the task is created claimed by this
+	// engine, in the create's own write: no claim write follows, and the
+	// handler starts at once. A duplicate of an idempotency key writes
+	// nothing, so it starts nothing.
+	claimCtx, claimed, claim := e.claimForCreate()
+	if claim {
+		store.ApplyClaim(r, store.ClaimParams{Owner: e.opts.Owner, Now: now, LeaseExpiresAt: now.Add(e.opts.Lease)})
+	}
 	if err := e.st.Create(ctx, r); err != nil {
+		if claim {
+			claimed(false)
+		}
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) {
 			return e.replay(dup.Task, p)
@@ -84,7 +98,13 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		return nil, fmt.Errorf("engine: create task: %w", err)
 	}
 	e.obs.TaskCreated(p.Tool)
-	e.signal()
+	if claim {
+		e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now)
+		claimed(true)
+	} else {
+		e.backlog.Store(true)
+		e.signal()
+	}
 	return r, nil
 }
 

@@ -24,16 +24,18 @@ const tracerName = "github.com/mcptasks/mcptasks/engine"
 // Attributes of a run's span. Tool and error follow the OpenTelemetry
 // semantic conventions; the rest are ours.
 const (
-	attrTaskID     = attribute.Key("mcptasks.task.id")
-	attrAttempt    = attribute.Key("mcptasks.task.attempt")
-	attrWorkerLost = attribute.Key("mcptasks.task.worker_lost") // the previous attempt's worker was lost
-	attrStatus     = attribute.Key("mcptasks.task.status")      // the terminal status this run wrote
-	attrTool       = attribute.Key("gen_ai.tool.name")
-	attrErrorType  = attribute.Key("error.type")
-	attrInputKeys  = attribute.Key("mcptasks.input.keys")
-	attrReplayed   = attribute.Key("mcptasks.input.replayed") // every answer was stored: nobody was asked
-	attrMessage    = attribute.Key("mcptasks.status_message")
-	attrReason     = attribute.Key("mcptasks.reason")
+	attrTaskID       = attribute.Key("mcptasks.task.id")
+	attrAttempt      = attribute.Key("mcptasks.task.attempt")
+	attrWorkerLost   = attribute.Key("mcptasks.task.worker_lost") // the previous attempt's worker was lost
+	attrStatus       = attribute.Key("mcptasks.task.status")      // the terminal status this run wrote
+	attrTool         = attribute.Key("gen_ai.tool.name")
+	attrErrorType    = attribute.Key("error.type")
+	attrInputKeys    = attribute.Key("mcptasks.input.keys")
+	attrReplayed     = attribute.Key("mcptasks.input.replayed") // every answer was stored: nobody was asked
+	attrMessage      = attribute.Key("mcptasks.status_message")
+	attrReason       = attribute.Key("mcptasks.reason")
+	attrStepName     = attribute.Key("mcptasks.step.name")
+	attrStepReplayed = attribute.Key("mcptasks.step.replayed") // the result was stored: fn did not run
 )
 
 // startSpan starts the span of one run of a claimed task and returns ctx
@@ -129,5 +131,14 @@ func spanInputAnswered(span trace.Span, requests map[string]json.RawMessage, rep
 	if span.IsRecording() {
 		span.AddEvent("input answered", trace.WithAttributes(
 			attrInputKeys.StringSlice(slices.Sorted(maps.Keys(requests))), attrReplayed.Bool(replayed)))
+	}
+}
+
+// spanStep records that the run passed the durable step name; replayed
+// says that its result was stored by an earlier run, so its work did not
+// run again.
+func spanStep(span trace.Span, name string, replayed bool) {
+	if span.IsRecording() {
+		span.AddEvent("step", trace.WithAttributes(attrStepName.String(name), attrStepReplayed.Bool(replayed)))
 	}
 }

@@ -50,7 +50,9 @@ func (x *execution) wake() {
 // or [Engine.Shutdown] is called. Start may be called once.
 func (e *Engine) Start(ctx context.Context) {
 	e.startOnce.Do(func() {
+		e.mu.Lock()
 		ctx, e.stop = context.WithCancel(ctx)
+		e.mu.Unlock()
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.sweepLoop(ctx) }()
 		if cap(e.slots) == 0 || len(e.names) == 0 {
@@ -58,6 +60,9 @@ func (e *Engine) Start(ctx context.Context) {
 			// "every tool"): nothing to claim or wake.
 			return
 		}
+		e.mu.Lock()
+		e.claimCtx = ctx
+		e.mu.Unlock()
 		e.loops.Add(1)
 		go func() { defer e.loops.Done(); e.claimLoop(ctx) }()
 		if l, ok := e.raw.(store.Listener); ok {
@@ -109,15 +114,49 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("engine: claim: %w", err)
 	}
+	// A claim that filled every free slot may have left more behind; one
+	// that did not has emptied the queue this engine can see.
+	e.backlog.Store(len(claimed) == free)
 	for _, c := range claimed {
-		e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
-		e.handlers.Add(1)
-		go func() {
-			defer e.handlers.Done()
-			e.execute(ctx, c)
-		}()
+		e.begin(ctx, c, now)
 	}
 	return len(claimed), nil
+}
+
+// begin runs the claimed task c, for which the caller took a worker slot,
+// in a goroutine of its own.
+func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time) {
+	e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
+	e.handlers.Add(1)
+	go func() {
+		defer e.handlers.Done()
+		e.execute(ctx, c)
+	}()
+}
+
+// claimForCreate reports whether a task being created may be claimed by
+// this engine in its create: the engine runs workers, claiming has not
+// stopped, and a worker slot is free (it is taken). If so, it returns
+// the claim loop's context, and done, to call once the task is started
+// or the create failed, which gives the slot back unless started.
+func (e *Engine) claimForCreate() (ctx context.Context, done func(started bool), ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.claimCtx == nil || e.claimCtx.Err() != nil || e.queueCreates {
+		return nil, nil, false
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		return nil, nil, false
+	}
+	e.loops.Add(1) // Shutdown waits for the create before it drains
+	return e.claimCtx, func(started bool) {
+		if !started {
+			<-e.slots
+		}
+		e.loops.Done()
+	}, true
 }
 
 // reserveSlots takes every free worker slot without blocking and returns
@@ -141,7 +180,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	defer func() {
 		if x.slot {
 			<-e.slots
-			e.signal() // a slot is free: claim queued work now, not at the next tick
+			if e.backlog.Load() {
+				e.signal() // a slot is free: claim queued work now, not at the next tick
+			}
 		}
 	}()
 	t := e.tools[c.Tool]

@@ -78,6 +78,10 @@ type ToolOptions struct {
 // (run.InTask() is true) or, for a synchronous call, inline. It returns a
 // tool result; a plain error becomes a result with isError set, while a
 // *jsonrpc.Error or *task.Error becomes a protocol error (a failed task).
+// Inside a task, run carries the task's durable tools: run.SetStatus,
+// the input helpers ([Elicit]…), and durable steps (run.Step, or the
+// typed engine.Step), whose results a re-run of the task gets back
+// instead of doing their work again.
 type Handler[In any] func(ctx context.Context, run *engine.Run, in In) (*mcp.CallToolResult, error)
 
 type toolEntry struct {

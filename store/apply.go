@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -159,6 +160,29 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryInputRequested, Attempt: r.Attempt, Message: p.StatusMessage, Keys: asked})
 	}
 	return answers, changed, nil
+}
+
+// ApplyStep stores the result of the step p.Name on r, unless r has one
+// already, and returns the result r keeps for it.
+func ApplyStep(r *task.Record, p StepParams) (stored json.RawMessage, changed bool, err error) {
+	if err := CheckFence(r, p.FenceParams); err != nil {
+		return nil, false, err
+	}
+	if old, ok := r.Steps[p.Name]; ok {
+		return old, false, nil
+	}
+	if err := task.CheckStep(p.Name, p.Result); err != nil {
+		return nil, false, err
+	}
+	if n := task.StepsBytes(r.Steps) + len(p.Name) + len(p.Result); n > task.MaxStepsBytes {
+		return nil, false, fmt.Errorf("%w: step %q would make the task's steps %d bytes, more than %d (task.MaxStepsBytes)",
+			task.ErrStepTooLarge, p.Name, n, task.MaxStepsBytes)
+	}
+	if r.Steps == nil {
+		r.Steps = map[string]json.RawMessage{}
+	}
+	r.Steps[p.Name] = slices.Clone(p.Result) // the caller keeps its own
+	return p.Result, true, nil
 }
 
 // ApplyFinish ends r in a terminal status.

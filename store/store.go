@@ -92,6 +92,13 @@ type Store interface {
 	// Keys already answered are not asked again: their stored answers are
 	// returned. Other keys become outstanding and the task input_required.
 	RequestInput(ctx context.Context, p RequestInputParams) (answers map[string]json.RawMessage, err error)
+	// SaveStep stores the result of the durable step p.Name of a task held
+	// at p.Attempt, in one write, and returns the result as stored. A step
+	// is stored once: if the task has a result for p.Name already, that
+	// one stays and is returned. It fails with an error wrapping
+	// task.ErrStepTooLarge when the task's steps would pass
+	// task.MaxStepsBytes, and ErrLeaseLost when the lease is not held.
+	SaveStep(ctx context.Context, p StepParams) (json.RawMessage, error)
 	// Finish ends a task held at p.Attempt in a terminal status and clears
 	// its lease. The first terminal write wins: ErrLeaseLost if the task is
 	// already terminal or held by a newer attempt.
@@ -190,6 +197,15 @@ type RequestInputParams struct {
 	// StatusMessage, if set, replaces the status message when the task
 	// goes to input_required.
 	StatusMessage string
+}
+
+// StepParams are the parameters of [Store.SaveStep].
+type StepParams struct {
+	FenceParams
+	// Name names the step; Result is its result JSON. The caller has
+	// checked both with [task.CheckStep].
+	Name   string
+	Result json.RawMessage
 }
 
 // FinishParams are the parameters of [Store.Finish].

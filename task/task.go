@@ -68,6 +68,11 @@ type Record struct {
 	// Answers are kept for the task's life so that a re-run handler gets the
 	// stored answer instead of asking again.
 	Answers map[string]json.RawMessage
+	// Steps maps the name of every durable step a handler finished to its
+	// result JSON (engine.Run.Step). They are kept for the task's life so
+	// that a re-run handler gets the stored result instead of doing the
+	// work again. Bounded by MaxStepBytes each and MaxStepsBytes in all.
+	Steps map[string]json.RawMessage
 
 	// Result is the final result JSON of a completed task.
 	Result json.RawMessage
@@ -132,13 +137,13 @@ const recordOverhead = 512
 const historyEventOverhead = 128
 
 // Size estimates the bytes r holds in memory: its variable-length fields
-// (arguments, result, messages, input requests, answers, error) plus a
+// (arguments, result, messages, input requests, answers, steps, error) plus a
 // fixed overhead. Caches and in-flight budgets count records with it.
 func (r *Record) Size() int64 {
 	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
 		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.IdempotencyKey) + len(r.StatusMessage) +
 		len(r.Result) + len(r.LeaseOwner)
-	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers} {
+	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers, r.Steps} {
 		for k, v := range m {
 			n += 64 + len(k) + len(v)
 		}
@@ -163,6 +168,7 @@ func (r *Record) Clone() *Record {
 	c.Result = cloneRaw(r.Result)
 	c.InputRequests = cloneMap(r.InputRequests)
 	c.Answers = cloneMap(r.Answers)
+	c.Steps = cloneMap(r.Steps)
 	c.History = cloneHistory(r.History)
 	if r.Error != nil {
 		e := *r.Error

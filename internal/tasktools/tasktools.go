@@ -215,12 +215,21 @@ func addExportReport(s *mcpserver.Server, step time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "export_report", Description: "Export N rows to report.csv, asking before it overwrites the file."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
 		func(ctx context.Context, run *engine.Run, in exportIn) (*mcp.CallToolResult, error) {
-			_ = run.SetStatus(ctx, "Querying rows")
-			if err := sleep(ctx, step*3/2); err != nil {
+			// The query is a durable step: a re-run of the task (after
+			// the answer, a restart or a lost worker) gets its stored
+			// row count instead of querying again.
+			rows, err := engine.Step(ctx, run, "query", func(ctx context.Context) (int, error) {
+				_ = run.SetStatus(ctx, "Querying rows")
+				if err := sleep(ctx, step*3/2); err != nil {
+					return 0, err
+				}
+				return in.Rows, nil
+			})
+			if err != nil {
 				return nil, err
 			}
 			ans, err := mcpserver.Elicit(ctx, run, "confirm-overwrite", &mcp.ElicitParams{
-				Message:         fmt.Sprintf("report.csv already exists. Overwrite it with %d rows?", in.Rows),
+				Message:         fmt.Sprintf("report.csv already exists. Overwrite it with %d rows?", rows),
 				RequestedSchema: confirmSchema("overwrite"),
 			})
 			if err != nil {
@@ -235,7 +244,7 @@ func addExportReport(s *mcpserver.Server, step time.Duration) error {
 			if err := sleep(ctx, step*3/2); err != nil {
 				return nil, err
 			}
-			return text(fmt.Sprintf("Wrote %d rows to report.csv", in.Rows)), nil
+			return text(fmt.Sprintf("Wrote %d rows to report.csv", rows)), nil
 		})
 }
 

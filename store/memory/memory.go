@@ -175,6 +175,16 @@ func (s *Store) RequestInput(_ context.Context, p store.RequestInputParams) (ans
 	return answers, err
 }
 
+// SaveStep implements [store.Store].
+func (s *Store) SaveStep(_ context.Context, p store.StepParams) (stored json.RawMessage, err error) {
+	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+		stored, _, err = store.ApplyStep(r, p)
+		stored = slices.Clone(stored) // the record keeps its own
+		return err
+	})
+	return stored, err
+}
+
 // Finish implements [store.Store].
 func (s *Store) Finish(_ context.Context, p store.FinishParams) error {
 	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyFinish(r, p) })

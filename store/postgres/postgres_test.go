@@ -628,7 +628,7 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{"Get", getSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
 		{"Lock", lockSQL, []any{"id-42"}, "mcptasks_tasks_pkey"},
-		{"Update", updateSQL, []any{"id-42", "working", "", now, nil, nil, nil, nil, false, 1, "w", now, 0, nil}, "mcptasks_tasks_pkey"},
+		{"Update", updateSQL, []any{"id-42", "working", "", now, nil, nil, nil, nil, false, 1, "w", now, 0, nil, nil}, "mcptasks_tasks_pkey"},
 		{"Heartbeat", heartbeatManySQL, []any{[]string{"id-42", "id-43"}, []int32{1, 1}, now, now}, "mcptasks_tasks_pkey"},
 		{"Claim", claimAll, claimArgs, "mcptasks_tasks_claimable"},
 		{"ClaimTools", claimTools, toolArgs, "mcptasks_tasks_claimable"},

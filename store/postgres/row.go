@@ -16,7 +16,7 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses, idempotency_key, history`
+	trace_parent, losses, idempotency_key, history, steps`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
@@ -30,14 +30,14 @@ const (
 	// insertRowSQL inserts a task unless its id, or its principal and
 	// idempotency key, exist. The values are those of insertValues.
 	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
 		ON CONFLICT DO NOTHING`
 
 	// insertSQL is insertRowSQL that, if the task was new, notifies its
 	// creation in the same statement; it returns the number of rows
 	// inserted. The values are those of insertValues, then the channel.
 	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
-	SELECT count(*) FROM ins, pg_notify($25, 'created:' || ins.id)`
+	SELECT count(*) FROM ins, pg_notify($26, 'created:' || ins.id)`
 
 	// updateSQL writes back the columns that the state machine changes;
 	// the others (trace_parent among them) are fixed at creation. attempt
@@ -48,13 +48,13 @@ const (
 		status = $2, status_message = $3, updated_at = $4,
 		input_requests = $5, answers = $6, result = $7, error = $8,
 		cancel_requested = $9, attempt = $10, lease_owner = $11, lease_expires_at = $12,
-		losses = $13, history = $14
+		losses = $13, history = $14, steps = $15
 	WHERE id = $1`
 )
 
 // insertValues returns the values of insertSQL for r, but the channel.
 func insertValues(r *task.Record) ([]any, error) {
-	inputRequests, answers, rpcErr, history, err := encodeMaps(r)
+	inputRequests, answers, rpcErr, history, steps, err := encodeMaps(r)
 	if err != nil {
 		return nil, err
 	}
@@ -70,13 +70,13 @@ func insertValues(r *task.Record) ([]any, error) {
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, expiresAt,
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, steps, expiresAt,
 	}, nil
 }
 
 // updateValues returns the values of updateSQL for r.
 func updateValues(r *task.Record) ([]any, error) {
-	inputRequests, answers, rpcErr, history, err := encodeMaps(r)
+	inputRequests, answers, rpcErr, history, steps, err := encodeMaps(r)
 	if err != nil {
 		return nil, err
 	}
@@ -84,26 +84,29 @@ func updateValues(r *task.Record) ([]any, error) {
 		r.ID, string(r.Status), r.StatusMessage, timeValue(r.UpdatedAt),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.Losses, history,
+		r.Losses, history, steps,
 	}, nil
 }
 
 // encodeMaps returns the column values of r's input requests, answers,
-// error and history.
-func encodeMaps(r *task.Record) (inputRequests, answers, rpcErr, history any, err error) {
+// error, history and steps.
+func encodeMaps(r *task.Record) (inputRequests, answers, rpcErr, history, steps any, err error) {
 	if inputRequests, err = sqlstore.EncodeRaws(r.InputRequests); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("input requests: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("input requests: %w", err)
 	}
 	if answers, err = sqlstore.EncodeRaws(r.Answers); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("answers: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("answers: %w", err)
 	}
 	if rpcErr, err = sqlstore.EncodeError(r.Error); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("error: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("error: %w", err)
 	}
 	if history, err = sqlstore.EncodeHistory(r.History); err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("history: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("history: %w", err)
 	}
-	return inputRequests, answers, rpcErr, history, nil
+	if steps, err = sqlstore.EncodeRaws(r.Steps); err != nil {
+		return nil, nil, nil, nil, nil, fmt.Errorf("steps: %w", err)
+	}
+	return inputRequests, answers, rpcErr, history, steps, nil
 }
 
 // update writes r back to its row.
@@ -127,14 +130,14 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 		created, updated                   time.Time
 		ttl, poll                          int64
 		args, caps, inputRequests, answers []byte
-		result, rpcErr, history            []byte
+		result, rpcErr, history, steps     []byte
 		leaseExpiresAt                     *time.Time
 		key                                *string
 	)
 	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses, &key, &history}
+		&r.TraceParent, &r.Losses, &key, &history, &steps}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
@@ -154,6 +157,9 @@ func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	}
 	if r.Answers, err = sqlstore.DecodeRaws(answers); err != nil {
 		return nil, fmt.Errorf("task %s: answers: %w", r.ID, err)
+	}
+	if r.Steps, err = sqlstore.DecodeRaws(steps); err != nil {
+		return nil, fmt.Errorf("task %s: steps: %w", r.ID, err)
 	}
 	if r.Error, err = sqlstore.DecodeError(rpcErr); err != nil {
 		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)

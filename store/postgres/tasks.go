@@ -14,7 +14,8 @@ import (
 )
 
 // Create implements [store.Store]. The insert and its created event (unless
-// Options.DisableNotify) are one statement, so one transaction.
+// Options.DisableNotify, or the task is created leased to its creator) are
+// one statement, so one transaction.
 //
 // With an idempotency key, the unique index on principal and key decides:
 // of concurrent inserts with one key, one commits and the others insert
@@ -29,7 +30,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	defer cancel()
 	for range maxKeyTries {
 		var n int64
-		if s.opts.DisableNotify {
+		if s.opts.DisableNotify || r.LeaseOwner != "" { // a task created leased is not for others to claim
 			var tag pgconn.CommandTag
 			tag, err = s.pool.Exec(ctx, insertRowSQL, vals...)
 			n = tag.RowsAffected()
@@ -182,6 +183,15 @@ func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (a
 		return changed, err
 	})
 	return answers, err
+}
+
+// SaveStep implements [store.Store].
+func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
+	err = s.fenced(ctx, "save step", p.ID, func(r *task.Record) (changed bool, err error) {
+		stored, changed, err = store.ApplyStep(r, p)
+		return changed, err
+	})
+	return stored, err
 }
 
 // Finish implements [store.Store].

@@ -159,7 +159,8 @@ func ruleError(err error) bool {
 	var nc noChange
 	var de *store.DuplicateError
 	return errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrLeaseLost) ||
-		errors.Is(err, store.ErrExists) || errors.As(err, &te) || errors.As(err, &ae) || errors.As(err, &nc) || errors.As(err, &de)
+		errors.Is(err, store.ErrExists) || errors.Is(err, task.ErrStepTooLarge) || errors.Is(err, task.ErrInvalidStep) ||
+		errors.As(err, &te) || errors.As(err, &ae) || errors.As(err, &nc) || errors.As(err, &de)
 }
 
 // noChange marks an error that a write returns before it changed anything,

@@ -14,10 +14,10 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses, idempotency_key, history`
+	trace_parent, losses, idempotency_key, history, steps`
 
 // marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
@@ -48,6 +48,10 @@ func recordValues(r *task.Record) ([]any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
+	steps, err := sqlstore.EncodeRaws(r.Steps)
+	if err != nil {
+		return nil, fmt.Errorf("steps: %w", err)
+	}
 	cancel := 0
 	if r.CancelRequested {
 		cancel = 1
@@ -58,7 +62,7 @@ func recordValues(r *task.Record) ([]any, error) {
 		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history,
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, steps,
 	}, nil
 }
 
@@ -74,7 +78,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 		status                             string
 		created, updated, ttl, poll        int64
 		args, caps, inputRequests, answers []byte
-		result, rpcErr, history            []byte
+		result, rpcErr, history, steps     []byte
 		cancel                             bool
 		leaseExpiresAt                     sql.NullInt64
 		key                                sql.NullString
@@ -82,7 +86,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses, &key, &history)
+		&r.TraceParent, &r.Losses, &key, &history, &steps)
 	if err != nil {
 		return nil, err
 	}
@@ -100,6 +104,9 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	}
 	if r.Answers, err = sqlstore.DecodeRaws(answers); err != nil {
 		return nil, fmt.Errorf("task %s: answers: %w", r.ID, err)
+	}
+	if r.Steps, err = sqlstore.DecodeRaws(steps); err != nil {
+		return nil, fmt.Errorf("task %s: steps: %w", r.ID, err)
 	}
 	if r.Error, err = sqlstore.DecodeError(rpcErr); err != nil {
 		return nil, fmt.Errorf("task %s: error: %w", r.ID, err)

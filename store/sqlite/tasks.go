@@ -147,6 +147,15 @@ func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (a
 	return answers, err
 }
 
+// SaveStep implements [store.Store].
+func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
+	err = s.fenced(ctx, "save step", p.ID, func(r *task.Record) (changed bool, err error) {
+		stored, changed, err = store.ApplyStep(r, p)
+		return changed, err
+	})
+	return stored, err
+}
+
 // Finish implements [store.Store].
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
 	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {

@@ -124,6 +124,7 @@ func testRoundTrip(t *testing.T, f factory) {
 					PollInterval:       1500 * time.Millisecond,
 					InputRequests:      raws("a", reqA, "key with spaces/and \"quotes\"", reqC),
 					Answers:            raws("earlier", respA, "other", respB),
+					Steps:              raws("query", json.RawMessage(`{"rows": [1, 2]}`), "step with \"quotes\"", json.RawMessage(`"x"`)),
 					Result:             json.RawMessage(`{"content":[]}`),
 					Error:              &task.Error{Code: -32000, Message: "boom <&>", Data: json.RawMessage(`{"why": "because"}`)},
 					CancelRequested:    true,

@@ -29,6 +29,10 @@ var fencedOps = []struct {
 		_, err := s.RequestInput(context.Background(), store.RequestInputParams{FenceParams: p, Requests: raws("late", reqC)})
 		return err
 	}},
+	{"SaveStep", func(s store.Store, p store.FenceParams) error {
+		_, err := s.SaveStep(context.Background(), store.StepParams{FenceParams: p, Name: "late", Result: json.RawMessage(`1`)})
+		return err
+	}},
 	{"Finish", func(s store.Store, p store.FenceParams) error {
 		return s.Finish(context.Background(), store.FinishParams{FenceParams: p, Status: task.Completed, Result: json.RawMessage(`{"late":true}`)})
 	}},

@@ -20,7 +20,7 @@
 //     digits and the location, so callers pass millisecond times. TTL and
 //     PollInterval are kept in whole milliseconds. JSON values (Args,
 //     ClientCapabilities, Result, Error.Data, and the values of
-//     InputRequests and Answers) come back byte for byte; a nil and an empty
+//     InputRequests, Answers and Steps) come back byte for byte; a nil and an empty
 //     JSON value are the same, and so are a nil and an empty map. The suite's
 //     map values are valid JSON without surrounding whitespace, which a
 //     backend that stores the maps as JSON (sqlite) may require.
@@ -38,7 +38,7 @@
 //     owner whose lease expired (not after Release), and such a claim, and
 //     no other write, increments Losses.
 //   - Fencing. Worker writes (Heartbeat, Release, SetStatusMessage,
-//     RequestInput, Finish) fail with ErrLeaseLost, and HeartbeatMany
+//     RequestInput, SaveStep, Finish) fail with ErrLeaseLost, and HeartbeatMany
 //     reports the lease Lost, changing nothing, when
 //     the id is unknown, the task is terminal or expired, nobody holds it, or
 //     it is held at another Attempt. A lease that expired but that nobody
@@ -51,6 +51,16 @@
 //     keys, nil error) on a task that is not input_required.
 //   - Finish with a non-terminal status returns a *task.TransitionError and
 //     changes nothing. An empty StatusMessage keeps the current message.
+//   - Steps. SaveStep stores a step once (the first result of a name
+//     stays), leaves UpdatedAt alone, and refuses a result that would make
+//     the task's steps pass task.MaxStepsBytes with task.ErrStepTooLarge,
+//     changing nothing. A Claim returns the steps stored by earlier
+//     attempts.
+//   - Claimed at creation. Create stores a record that is already leased
+//     (Attempt 1, LeaseOwner, LeaseExpiresAt, its claimed history event) as
+//     it is: nobody else can claim it until the lease ends, its owner's
+//     writes at Attempt 1 are accepted, and a create that is a duplicate
+//     of an idempotency key writes nothing, leased or not.
 //   - DeleteExpired: limit <= 0 means no limit.
 //   - Idempotency keys. A record's IdempotencyKey is unique per principal
 //     among tasks that have not expired at the new record's CreatedAt,
@@ -98,6 +108,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("History", func(t *testing.T) { testHistory(t, f) })
 	t.Run("Suspend", func(t *testing.T) { testSuspend(t, f) })
 	t.Run("HeartbeatMany", func(t *testing.T) { testHeartbeatMany(t, f) })
+	t.Run("Steps", func(t *testing.T) { testSteps(t, f) })
+	t.Run("CreateClaimed", func(t *testing.T) { testCreateClaimed(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
@@ -335,6 +347,9 @@ func diffRecords(got, want *task.Record) []string {
 	}
 	if !equalRaws(got.Answers, want.Answers) {
 		add("Answers", showRaws(got.Answers), showRaws(want.Answers))
+	}
+	if !equalRaws(got.Steps, want.Steps) {
+		add("Steps", showRaws(got.Steps), showRaws(want.Steps))
 	}
 	raw("Result", got.Result, want.Result)
 	switch {
