@@ -47,23 +47,23 @@ func startServer(t *testing.T, src string, scripts map[string]string) (*client, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mcpserver.New(&mcp.Implementation{Name: "cmdtool-test", Version: "0"}, nil)
+	srv := mcpserver.New(&mcp.Implementation{Name: "cmdtool-test", Version: "0"}, &mcpserver.Options{
+		Store: memory.New(), Engine: &engine.Options{Workers: 4, ClaimInterval: 20 * time.Millisecond},
+	})
 	if err := Register(srv, cfg); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4, ClaimInterval: 20 * time.Millisecond})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.Handler(eng))
+	mux.Handle("/mcp", srv.Handler())
 	hs := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		hs.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // stop running commands now
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return &client{url: hs.URL + "/mcp", tasks: true, elicitation: true}, dir
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -22,28 +21,28 @@ import (
 // way a 2026-07-28 client does: tools/call answers with a task, tasks/get
 // returns its result once the handler has finished.
 func Example() {
-	srv := mcpserver.New(&mcp.Implementation{Name: "example", Version: "1.0"}, nil)
+	ctx := context.Background()
+	srv := mcpserver.New(&mcp.Implementation{Name: "example", Version: "1.0"},
+		&mcpserver.Options{Store: memory.New()})
 	type in struct {
 		Rows int `json:"rows"`
 	}
 	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "export", Description: "Export rows."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, run *engine.Run, in in) (*mcp.CallToolResult, error) {
-			_ = run.SetStatus(ctx, "Exporting")
+		func(ctx context.Context, _ *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
+			_ = mcpserver.SetStatus(ctx, "Exporting")
 			return &mcp.CallToolResult{Content: []mcp.Content{
 				&mcp.TextContent{Text: fmt.Sprintf("exported %d rows", in.Rows)},
-			}}, nil
+			}}, nil, nil
 		})
 	if err != nil {
 		panic(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), nil)
-	if err != nil {
+	if err := srv.Start(ctx); err != nil {
 		panic(err)
 	}
-	eng.Start(context.Background())
-	defer eng.Shutdown(context.Background())
-	ts := httptest.NewServer(srv.Handler(eng))
+	defer srv.Shutdown(ctx)
+	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
 	created := post(ts.URL, "tools/call", "export", `"name":"export","arguments":{"rows":3}`)

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -33,15 +34,15 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add(s.method, s.name, s.body)
 	}
-	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil)
+	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 	if err := tasktools.Register(srv, nil); err != nil {
 		f.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		f.Fatal(err)
 	}
-	h := srv.Handler(eng)
+	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, method, name, body string) {
 		rec := postRequest(h, method, name, body)
 		if rec.Code >= 500 {
@@ -98,15 +99,16 @@ func FuzzFastPath(f *testing.F) {
 		f.Add(s.method, s.name, s.body)
 	}
 	handler := func(noFastPath bool) http.Handler {
-		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath})
+		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath,
+			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 		if err := tasktools.Register(srv, nil); err != nil {
 			f.Fatal(err)
 		}
-		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-		if err != nil {
+		if err := srv.Start(context.Background()); err != nil {
 			f.Fatal(err)
 		}
-		return srv.Handler(eng)
+		f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		return srv.Handler()
 	}
 	fast, sdk := handler(false), handler(true)
 	type answer struct {

@@ -21,17 +21,20 @@ import (
 // CodePollTooFast; other tasks are not affected. Off by default.
 func TestMinPollInterval(t *testing.T) {
 	for _, limit := range []time.Duration{0, time.Hour} {
-		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit})
+		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit,
+			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 		err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-			func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) { return nil, nil })
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				return nil, nil, nil
+			})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-		if err != nil {
+		if err := srv.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		h := srv.Handler(eng)
+		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		h := srv.Handler()
 		post := func(method, name, params string) *httptest.ResponseRecorder {
 			body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
 				`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -20,7 +18,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/fixtures"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
-	"github.com/mcptasks/mcptasks/metrics"
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/store/postgres"
@@ -77,14 +74,12 @@ func (f *toolsFlag) Set(path string) error {
 	return nil
 }
 
-// runtime is what serve and worker share: logs, the store, the tools and
-// the engine that runs them.
+// runtime is what serve and worker share: logs, the store, and the server
+// with its tools, which runs them once started.
 type runtime struct {
 	log *slog.Logger
-	st  store.Store
+	st  store.Store // the server's; it closes it
 	srv *mcpserver.Server
-	eng *engine.Engine
-	reg *prometheus.Registry     // served at /metrics
 	tp  *sdktrace.TracerProvider // nil when tracing is off
 }
 
@@ -139,7 +134,17 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if ts == nil {
 		ts = f.builtinTools()
 	}
+	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
+	if err != nil {
+		return nil, err
+	}
+	workers := f.workers
+	if workers == 0 {
+		workers = -1 // the engine's "none"
+	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
+		Store:             st,
+		Engine:            &engine.Options{Workers: workers, Lease: f.lease},
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
 		MaxInflightBytes:  o.maxInflight,
@@ -152,29 +157,20 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		TracerProvider:    tracing,
 	})
 	if err := ts.register(srv); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
-	if err != nil {
-		return nil, err
-	}
-	workers := f.workers
-	if workers == 0 {
-		workers = -1 // the engine's "none"
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	obs, err := metrics.New(reg, st)
-	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs, TracerProvider: tracing})
-	if err != nil {
-		st.Close()
-		return nil, err
+	return &runtime{log: log, st: st, srv: srv, tp: tp}, nil
+}
+
+// start starts the server's engine: its workers and sweeper run until
+// drain, whatever becomes of ctx.
+func (rt *runtime) start(ctx context.Context) error {
+	if err := rt.srv.Start(context.WithoutCancel(ctx)); err != nil {
+		rt.st.Close()
+		return err
 	}
-	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp}, nil
+	return nil
 }
 
 // toolSet is what a process serves: the options of its MCP server and the
@@ -209,11 +205,8 @@ func (f *runFlags) builtinTools() *toolSet {
 func (rt *runtime) drain(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := rt.eng.Shutdown(ctx); err != nil {
-		rt.log.Warn("tasks still running at the drain deadline; they resume elsewhere after their lease expires", "err", err)
-	}
-	if err := rt.st.Close(); err != nil {
-		rt.log.Warn("close store", "err", err)
+	if err := rt.srv.Shutdown(ctx); err != nil {
+		rt.log.Warn("drain", "err", err)
 	}
 	if rt.tp != nil {
 		// After the engine: the spans of the runs that drained are sent too.
