@@ -36,6 +36,7 @@ type runFlags struct {
 	lease        time.Duration
 	drainTimeout time.Duration
 	demoStep     time.Duration
+	demo         bool
 	logLevel     string
 	tools        toolsFlag
 	otelEndpoint string
@@ -48,6 +49,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
+	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Var(&f.tools, "tools", "tools.yaml `file` of command tools to serve as task-backed tools (see examples/tools.yaml); checked at start-up, every process of a deployment needs the same file")
 	fl.StringVar(&f.otelEndpoint, "otel-endpoint", "", "send OpenTelemetry traces (OTLP over HTTP) to the collector at this base `URL`, e.g. http://127.0.0.1:4318 (spans go to URL/v1/traces); default: the collector of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing")
@@ -180,24 +182,30 @@ type toolSet struct {
 	register      func(*mcpserver.Server) error
 }
 
-// builtinTools is the tool set of serve and worker: the conformance
-// fixtures, the demo tools and the command tools of --tools.
+// builtinTools is the tool set of serve and worker: the command tools of
+// --tools, or, without --tools or with --demo, the conformance fixtures
+// and the demo tools.
 func (f *runFlags) builtinTools() *toolSet {
-	return &toolSet{
-		serverOptions: fixtures.ServerOptions(),
-		register: func(srv *mcpserver.Server) error {
+	demo := f.tools.cfg == nil || f.demo
+	ts := &toolSet{}
+	if demo {
+		ts.serverOptions = fixtures.ServerOptions()
+	}
+	ts.register = func(srv *mcpserver.Server) error {
+		if demo {
 			fixtures.RegisterCore(srv.MCPServer())
 			if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
 				return err
 			}
-			if f.tools.cfg != nil {
-				if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
-					return fmt.Errorf("--tools: %w", err)
-				}
+		}
+		if f.tools.cfg != nil {
+			if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
+				return fmt.Errorf("--tools: %w", err)
 			}
-			return nil
-		},
+		}
+		return nil
 	}
+	return ts
 }
 
 // drain stops the engine, giving running handlers until timeout, and closes

@@ -48,11 +48,12 @@ func newServeCmdWith(f *serveFlags) *cobra.Command {
 		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp (or, with
 --stdio, on stdin and stdout) and runs the tools' tasks on a pool of workers.
 Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
-version's experimental tasks, on the same store. It serves the conformance fixtures, the
-export_report demo tool and, with --tools, the command tools of a tools.yaml
-file (see examples/tools.yaml). /healthz says the process is up; /readyz says
-whether the store answers (HTTP 503 when not); /metrics serves Prometheus
-metrics.
+version's experimental tasks, on the same store. With --tools it serves the
+command tools of a tools.yaml file (see examples/tools.yaml), and only those;
+without --tools, or with --demo, it serves the conformance fixtures and the
+export_report demo tool. /healthz says the process is up; /readyz says
+whether the store answers (HTTP 503 when not, before start and while
+draining); /metrics serves Prometheus metrics.
 
 SIGTERM or Ctrl-C drains: the listener closes, tasks that wait for input are
 released to be resumed later, running tasks get --drain-timeout to finish,
