@@ -262,7 +262,9 @@ func TestCancelCause(t *testing.T) {
 // Start needs a store and runs once; the handlers answer 503 until Start,
 // and readiness ends at Shutdown.
 func TestLifecycle(t *testing.T) {
-	noop := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) { return nil, nil, nil }
+	noop := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return nil, nil, nil
+	}
 	impl := &mcp.Implementation{Name: "lifecycle", Version: "1"}
 	if err := mcpserver.New(impl, nil).Start(t.Context()); err == nil || !strings.Contains(err.Error(), "Options.Store") {
 		t.Errorf("Start without a store: %v, want an error naming Options.Store", err)

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -67,16 +67,9 @@ func benchHandler(b *testing.B, opts *mcpserver.Options) http.Handler {
 }
 
 func benchPost(b *testing.B, h http.Handler, method, name, params string) []byte {
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
-	rec := postRequest(h, method, name, body)
+	rec := postRequest(h, method, name, tasksBody(method, params))
 	if rec.Code != http.StatusOK {
 		b.Fatalf("%s: HTTP %d: %s", method, rec.Code, rec.Body)
 	}
-	out := rec.Body.Bytes()
-	if i := strings.LastIndex(string(out), "data: "); i >= 0 {
-		out = out[i+len("data: "):]
-	}
-	return out
+	return mcptest.LastMessage(rec.Body.Bytes())
 }

@@ -42,11 +42,11 @@ func Example() {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
-	created := post(ts.URL, "tools/call", "export", `"name":"export","arguments":{"rows":3}`)
+	created := post(ts.URL, "tools/call", `"name":"export","arguments":{"rows":3}`)
 	fmt.Println(created["resultType"], created["status"])
 	id := created["taskId"].(string)
 	for {
-		got := post(ts.URL, "tasks/get", id, `"taskId":"`+id+`"`)
+		got := post(ts.URL, "tasks/get", `"taskId":"`+id+`"`)
 		if got["status"] == "completed" {
 			fmt.Println(got["status"], got["result"].(map[string]any)["content"])
 			break
@@ -60,13 +60,13 @@ func Example() {
 
 // post sends one stateless 2026-07-28 request that declares the Tasks
 // extension and returns its result.
-func post(url, method, name, params string) map[string]any {
+func post(url, method, params string) map[string]any {
 	var p map[string]any
 	if err := json.Unmarshal([]byte("{"+params+"}"), &p); err != nil {
 		panic(err)
 	}
 	c := &mcptest.Client{URL: url, Capabilities: mcptest.Caps(true, false)}
-	res, err := c.Call(context.Background(), method, name, p)
+	res, err := c.Call(context.Background(), method, p)
 	if err != nil {
 		panic(err)
 	}
@@ -109,10 +109,10 @@ func ExampleAddTool_goSDKHandler() {
 	}
 	url, stop := serve(srv)
 	defer stop()
-	created := post(url, "tools/call", "greet", `"name":"greet","arguments":{"name":"Ada"}`)
+	created := post(url, "tools/call", `"name":"greet","arguments":{"name":"Ada"}`)
 	id := created["taskId"].(string)
 	for {
-		got := post(url, "tasks/get", id, `"taskId":"`+id+`"`)
+		got := post(url, "tasks/get", `"taskId":"`+id+`"`)
 		if got["status"] == "completed" {
 			fmt.Println(created["resultType"], got["status"], got["result"].(map[string]any)["structuredContent"])
 			break
@@ -154,7 +154,7 @@ func ExampleElicit() {
 	c := &mcptest.Client{URL: url, Capabilities: mcptest.Caps(false, true)} // form elicitation, no tasks
 	ctx := context.Background()
 	params := map[string]any{"name": "delete", "arguments": map[string]any{}}
-	round, err := c.Call(ctx, "tools/call", "delete", params)
+	round, err := c.Call(ctx, "tools/call", params)
 	if err != nil {
 		panic(err)
 	}
@@ -163,7 +163,7 @@ func ExampleElicit() {
 
 	params["inputResponses"] = map[string]any{"sure": map[string]any{"action": "accept", "content": map[string]any{"yes": true}}}
 	params["requestState"] = round["requestState"]
-	done, err := c.Call(ctx, "tools/call", "delete", params)
+	done, err := c.Call(ctx, "tools/call", params)
 	if err != nil {
 		panic(err)
 	}
@@ -200,13 +200,13 @@ func ExampleToolOptions_prepare() {
 	c := &mcptest.Client{URL: url, Capabilities: mcptest.Caps(true, true)}
 	ctx := context.Background()
 	params := map[string]any{"name": "export", "arguments": map[string]any{}}
-	round, err := c.Call(ctx, "tools/call", "export", params)
+	round, err := c.Call(ctx, "tools/call", params)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println(round["resultType"], round["taskId"] != nil)
 	params["inputResponses"] = map[string]any{"go": map[string]any{"action": "accept", "content": map[string]any{}}}
-	created, err := c.Call(ctx, "tools/call", "export", params)
+	created, err := c.Call(ctx, "tools/call", params)
 	if err != nil {
 		panic(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
@@ -173,14 +174,18 @@ func withoutNewTask(result json.RawMessage) json.RawMessage {
 // request of method about name.
 func postRequest(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
+	mcptest.SetHeaders(req.Header, method, name)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// tasksBody returns the body of a request for method whose _meta declares
+// the Tasks extension, with the other params params.
+func tasksBody(method, params string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
 }
 
 func deref(p *int64) any {

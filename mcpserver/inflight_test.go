@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -52,10 +53,7 @@ func TestMaxInflightBytes(t *testing.T) {
 			post := func(method, name string, body io.Reader, length int64) (int, string, map[string]json.RawMessage) {
 				req, _ := http.NewRequest("POST", hs.URL, body)
 				req.ContentLength = length
-				for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-					"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
-					req.Header.Set(k, v)
-				}
+				mcptest.SetHeaders(req.Header, method, name)
 				resp, err := hs.Client().Do(req)
 				if err != nil {
 					t.Error(err)

@@ -52,7 +52,8 @@ var (
 // its arguments.
 //
 // Either way, a client that did not declare the kind of elicitation asked
-// for is not asked: Elicit returns [ErrElicitationNotDeclared].
+// for is not asked: Elicit returns [ErrElicitationNotDeclared]. A handler
+// must not ask from several goroutines at once.
 func Elicit(ctx context.Context, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	res, err := ElicitAll(ctx, map[string]*mcp.ElicitParams{key: p})
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -36,17 +35,7 @@ func TestMinPollInterval(t *testing.T) {
 		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 		h := srv.Handler()
 		post := func(method, name, params string) *httptest.ResponseRecorder {
-			body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
-				`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-				`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
-			req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
-				req.Header.Set(k, v)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			return rec
+			return postRequest(h, method, name, tasksBody(method, params))
 		}
 		create := func() string {
 			var res struct {

@@ -48,7 +48,7 @@ func Example() {
 	defer front.Close()
 
 	c := &mcptest.Client{URL: front.URL, Capabilities: mcptest.Caps(true, false)}
-	created, err := c.Call(ctx, "tools/call", "echo", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
+	created, err := c.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]any{"text": "hi"}})
 	if err != nil {
 		panic(err)
 	}

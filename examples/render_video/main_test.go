@@ -45,7 +45,7 @@ func TestRenderVideo(t *testing.T) {
 	srv := startServer(t, bin, db)
 	c := &mcptest.Client{URL: srv.url + "/mcp", Capabilities: mcptest.Caps(true, true)}
 
-	pong, err := c.Call(ctx, "tools/call", "ping", map[string]any{"name": "ping", "arguments": map[string]any{}})
+	pong, err := c.Call(ctx, "tools/call", map[string]any{"name": "ping", "arguments": map[string]any{}})
 	if err != nil || !strings.Contains(toJSON(pong["content"]), "pong") {
 		t.Fatalf("ping: %v %v", pong, err)
 	}
@@ -63,7 +63,7 @@ func TestRenderVideo(t *testing.T) {
 	id = create(t, c, "long", 1000)
 	answer(t, c, waitFor(t, c, id, "input_required", ""), true)
 	waitFor(t, c, id, "working", "Rendering ")
-	if _, err := c.Call(ctx, "tasks/cancel", id, map[string]any{"taskId": id}); err != nil {
+	if _, err := c.Call(ctx, "tasks/cancel", map[string]any{"taskId": id}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, c, id, "cancelled", "")
@@ -140,7 +140,7 @@ func (s *server) stop(t *testing.T) {
 
 func create(t *testing.T, c *mcptest.Client, scene string, frames int) string {
 	t.Helper()
-	res, err := c.Call(t.Context(), "tools/call", "render_video", map[string]any{
+	res, err := c.Call(t.Context(), "tools/call", map[string]any{
 		"name": "render_video", "arguments": map[string]any{"scene": scene, "frames": frames},
 	})
 	id, _ := res["taskId"].(string)
@@ -157,7 +157,7 @@ func answer(t *testing.T, c *mcptest.Client, task map[string]any, yes bool) {
 	if _, ok := task["inputRequests"].(map[string]any)["overwrite"]; !ok {
 		t.Fatalf("task %s asks no overwrite question: %v", id, task)
 	}
-	_, err := c.Call(t.Context(), "tasks/update", id, map[string]any{"taskId": id, "inputResponses": map[string]any{
+	_, err := c.Call(t.Context(), "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
 		"overwrite": map[string]any{"action": "accept", "content": map[string]any{"yes": yes}},
 	}})
 	if err != nil {

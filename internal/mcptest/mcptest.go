@@ -64,11 +64,25 @@ type Error struct {
 
 func (e *Error) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
-// Post sends method with params (to which it adds _meta) and the headers
-// of a 2026-07-28 request, Mcp-Name set to name unless it is empty, and
-// returns the response, from a JSON or an SSE reply. A reply without a
+// SetHeaders sets the headers of a 2026-07-28 POST of method on h:
+// Content-Type, Accept, MCP-Protocol-Version, Mcp-Method, and Mcp-Name
+// unless name is empty.
+func SetHeaders(h http.Header, method, name string) {
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json, text/event-stream")
+	h.Set("MCP-Protocol-Version", ProtocolVersion)
+	h.Set("Mcp-Method", method)
+	if name != "" {
+		h.Set("Mcp-Name", name)
+	}
+}
+
+// Post sends method with params, to which it adds _meta (keeping the keys
+// of a _meta that params has), and the headers
+// of a 2026-07-28 request (Mcp-Name is params' taskId, else its name),
+// and returns the response, from a JSON or an SSE reply. A reply without a
 // JSON-RPC response is an error.
-func (c *Client) Post(ctx context.Context, method, name string, params map[string]any) (*Response, error) {
+func (c *Client) Post(ctx context.Context, method string, params map[string]any) (*Response, error) {
 	p := map[string]any{}
 	for k, v := range params {
 		p[k] = v
@@ -77,11 +91,17 @@ func (c *Client) Post(ctx context.Context, method, name string, params map[strin
 	if caps == nil {
 		caps = map[string]any{}
 	}
-	p["_meta"] = map[string]any{
+	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    ProtocolVersion,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "mcptest", "version": "1.0"},
 		"io.modelcontextprotocol/clientCapabilities": caps,
 	}
+	if extra, ok := params["_meta"].(map[string]any); ok { // the caller's own keys, such as an idempotency key
+		for k, v := range extra {
+			meta[k] = v
+		}
+	}
+	p["_meta"] = meta
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": p})
 	if err != nil {
 		return nil, err
@@ -90,13 +110,11 @@ func (c *Client) Post(ctx context.Context, method, name string, params map[strin
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
+	name, _ := params["name"].(string)
+	if id, ok := params["taskId"].(string); ok {
+		name = id
 	}
+	SetHeaders(req.Header, method, name)
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
@@ -114,25 +132,36 @@ func (c *Client) Post(ctx context.Context, method, name string, params map[strin
 		return nil, err
 	}
 	r := &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
-	msg := b
-	if i := bytes.LastIndex(b, []byte("data: ")); i >= 0 { // an SSE reply: its last event
-		msg = b[i+len("data: "):]
-	}
 	var m struct {
 		Result json.RawMessage `json:"result"`
 		Error  *Error          `json:"error"`
 	}
-	if err := json.Unmarshal(msg, &m); err != nil || (m.Result == nil && m.Error == nil) {
+	if err := json.Unmarshal(LastMessage(b), &m); err != nil || (m.Result == nil && m.Error == nil) {
 		return r, fmt.Errorf("mcptest: %s: HTTP %d without a JSON-RPC response: %s", method, resp.StatusCode, b)
 	}
 	r.Result, r.Error = m.Result, m.Error
 	return r, nil
 }
 
+// LastMessage returns the last message of a reply body: the data of its
+// last SSE event, or the body itself if it is not an SSE stream.
+func LastMessage(body []byte) []byte {
+	var last []byte
+	for _, line := range bytes.Split(body, []byte("\n")) {
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			last = bytes.TrimSpace(d)
+		}
+	}
+	if last == nil {
+		return body
+	}
+	return last
+}
+
 // Call is Post for a result: it decodes the result into a map, and
 // returns a JSON-RPC error as the error.
-func (c *Client) Call(ctx context.Context, method, name string, params map[string]any) (map[string]any, error) {
-	r, err := c.Post(ctx, method, name, params)
+func (c *Client) Call(ctx context.Context, method string, params map[string]any) (map[string]any, error) {
+	r, err := c.Post(ctx, method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -148,5 +177,5 @@ func (c *Client) Call(ctx context.Context, method, name string, params map[strin
 
 // Task sends tasks/get for id and returns the task.
 func (c *Client) Task(ctx context.Context, id string) (map[string]any, error) {
-	return c.Call(ctx, "tasks/get", id, map[string]any{"taskId": id})
+	return c.Call(ctx, "tasks/get", map[string]any{"taskId": id})
 }
