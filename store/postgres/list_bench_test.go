@@ -179,5 +179,5 @@ func dropIndexes(b *testing.B, s *Store, names []string) {
 // benchCreates creates tasks from 4 goroutines per CPU, as BenchmarkCreate
 // does, and returns their ids.
 func benchCreates(b *testing.B, s *Store) []string {
-	return storetest.BenchmarkCreate(b, s, 4)
+	return storetest.BenchmarkCreate(b, s, 4, true)
 }

@@ -635,7 +635,7 @@ func BenchmarkCreate(b *testing.B) {
 		{"DisableNotify", &Options{DisableNotify: true}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			storetest.BenchmarkCreate(b, open(b, pgtest.DSN(b), bb.opts), 4)
+			storetest.BenchmarkCreate(b, open(b, pgtest.DSN(b), bb.opts), 4, false)
 		})
 	}
 }

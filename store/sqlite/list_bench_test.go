@@ -182,7 +182,7 @@ func benchCreates(b *testing.B, s *Store, drop []string) {
 			b.Fatal(err)
 		}
 	}
-	storetest.BenchmarkCreate(b, s, 8)
+	storetest.BenchmarkCreate(b, s, 8, true)
 }
 
 // copyFile copies the SQLite database src, closed, to dst.

@@ -248,7 +248,7 @@ func BenchmarkGetFor(b *testing.B) {
 func BenchmarkCreate(b *testing.B) {
 	s := openTemp(b)
 	defer s.Close()
-	storetest.BenchmarkCreate(b, s, 8)
+	storetest.BenchmarkCreate(b, s, 8, false)
 }
 
 // TestGroupCommit_CallerCancel checks that a caller whose context ends
