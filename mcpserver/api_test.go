@@ -206,10 +206,10 @@ func TestElicit_Inline(t *testing.T) {
 		t.Errorf("bad answer: %s, want -32602 naming first", rep.raw)
 	}
 	// No elicitation declared: nothing is asked; the handler gets
-	// ErrElicitationNotDeclared, a tool error here.
-	var r mrtrRound
-	if err := json.Unmarshal(c.call(t, "$META_NOTASKS", "ask_twice", "{}", "").Result, &r); err != nil || !r.IsError || !strings.Contains(fmt.Sprint(r.Content), "elicitation") {
-		t.Errorf("without elicitation: %+v (%v), want a tool error naming elicitation", r, err)
+	// ErrElicitationNotDeclared and returns it, and the call gets -32021
+	// naming the capability.
+	if rep := c.call(t, "$META_NOTASKS", "ask_twice", "{}", ""); rep.Error == nil || rep.Error.Code != -32021 || !strings.Contains(string(rep.Error.Data), `"elicitation"`) {
+		t.Errorf("without elicitation: %s, want -32021 naming elicitation", rep.raw)
 	}
 }
 

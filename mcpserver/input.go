@@ -53,7 +53,10 @@ var (
 //
 // Either way, a client that did not declare the kind of elicitation asked
 // for is not asked: Elicit returns [ErrElicitationNotDeclared]. A handler
-// must not ask from several goroutines at once.
+// may go on without the answer; if it returns the error, a synchronous call
+// answers -32021 naming the capability, and a task completes with a tool
+// error (it exists already). A handler must not ask from several
+// goroutines at once.
 func Elicit(ctx context.Context, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	res, err := ElicitAll(ctx, map[string]*mcp.ElicitParams{key: p})
 	if err != nil {
@@ -126,7 +129,9 @@ func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (m
 	}
 	have := parseCaps(c.caps).has()
 	for _, k := range slices.Sorted(maps.Keys(reqs)) {
-		if err := notDeclared(inputNeeds(reqs[k]).minus(have)); err != nil {
+		missing := inputNeeds(reqs[k]).minus(have)
+		if err := notDeclared(missing); err != nil {
+			c.missing = c.missing.union(missing)
 			return nil, err
 		}
 	}
@@ -150,6 +155,12 @@ func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (m
 		return c.askInline(reqs, wire)
 	}
 	return c.run.RequestInput(ctx, wire, statusMessage)
+}
+
+// notDeclaredError reports whether err is an input helper's error for a
+// capability the request did not declare.
+func notDeclaredError(err error) bool {
+	return errors.Is(err, ErrElicitationNotDeclared) || errors.Is(err, ErrSamplingNotDeclared) || errors.Is(err, ErrRootsNotDeclared)
 }
 
 // notDeclared returns the error of an input helper whose request needs the

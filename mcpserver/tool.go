@@ -193,6 +193,12 @@ func (e *toolEntry) call(ctx context.Context, c *Call) (*mcp.CallToolResult, err
 	if round, rerr := c.round(); round != nil || rerr != nil {
 		return round, rerr
 	}
+	if err != nil && !c.InTask() && !c.missing.empty() && notDeclaredError(err) {
+		// The call needs input of a kind the request did not declare, and
+		// the handler did not go on without it: -32021, as for a tool
+		// whose Requires the request lacks.
+		return nil, missingCapabilities("tool "+e.tool.Name, c.missing)
+	}
 	if err != nil && !isProtocolError(err) && ctx.Err() == nil && !errors.Is(err, engine.ErrReleased) {
 		res = &mcp.CallToolResult{}
 		res.SetError(err)

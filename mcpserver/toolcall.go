@@ -68,6 +68,9 @@ type Call struct {
 	loaded  bool
 	pending mcp.InputRequestMap
 	failed  error
+	// missing are the capabilities that questions needed and the request
+	// did not declare.
+	missing needs
 }
 
 type callKey struct{}
