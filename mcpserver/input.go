@@ -127,6 +127,9 @@ func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (m
 	if c == nil {
 		return nil, ErrNotInCall
 	}
+	if !c.InTask() && c.req.ProtocolVersion() < task.ProtocolVersion {
+		return nil, fmt.Errorf("%w: a synchronous call of MCP %s cannot carry a question (MRTR needs %s)", ErrElicitationNotDeclared, c.req.ProtocolVersion(), task.ProtocolVersion)
+	}
 	have := parseCaps(c.caps).has()
 	for _, k := range slices.Sorted(maps.Keys(reqs)) {
 		missing := inputNeeds(reqs[k]).minus(have)
@@ -134,9 +137,6 @@ func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (m
 			c.missing = c.missing.union(missing)
 			return nil, err
 		}
-	}
-	if !c.InTask() && c.req.ProtocolVersion() < task.ProtocolVersion {
-		return nil, fmt.Errorf("%w: a synchronous call of MCP %s cannot carry a question (MRTR needs %s)", ErrElicitationNotDeclared, c.req.ProtocolVersion(), task.ProtocolVersion)
 	}
 	wire := make(map[string]json.RawMessage, len(reqs))
 	for k, r := range reqs {
