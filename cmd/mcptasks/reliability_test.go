@@ -168,7 +168,8 @@ func (c *rpc) rawGet(t *testing.T, id string) []byte {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":` + string(quoted) + `}}`
 	req, _ := http.NewRequest("POST", c.url, strings.NewReader(body))
-	mcptest.SetHeaders(req.Header, "tasks/get", id)
+	mcptest.SetHeaders(req.Header, "tasks/get", "")
+	req.Header.Set("Mcp-Name", id) // also when empty: the probe sends every id as it is
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
