@@ -18,14 +18,16 @@ import (
 // answers the question through an InputHandler, and prints the result.
 func Example() {
 	// The server: one tool that runs as a task and asks for confirmation.
-	srv := mcpserver.New(&mcp.Implementation{Name: "example", Version: "1.0"}, nil)
+	srv := mcpserver.New(&mcp.Implementation{Name: "example", Version: "1.0"}, &mcpserver.Options{
+		Store: memory.New(), Engine: &engine.Options{DefaultPollInterval: 100 * time.Millisecond},
+	})
 	type in struct {
 		File string `json:"file"`
 	}
 	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "delete", Description: "Delete a file after confirmation."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, run *engine.Run, in in) (*mcp.CallToolResult, error) {
-			ans, err := mcpserver.Elicit(ctx, run, "confirm", &mcp.ElicitParams{
+		func(ctx context.Context, _ *mcp.CallToolRequest, in in) (*mcp.CallToolResult, any, error) {
+			ans, err := mcpserver.Elicit(ctx, "confirm", &mcp.ElicitParams{
 				Message: "Delete " + in.File + "?",
 				RequestedSchema: map[string]any{
 					"type":       "object",
@@ -33,24 +35,22 @@ func Example() {
 				},
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			verdict := "kept"
 			if ans.Action == "accept" && ans.Content["ok"] == true {
 				verdict = "deleted"
 			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.File + " " + verdict}}}, nil
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.File + " " + verdict}}}, nil, nil
 		})
 	if err != nil {
 		panic(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{DefaultPollInterval: 100 * time.Millisecond})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		panic(err)
 	}
-	eng.Start(context.Background())
-	defer eng.Shutdown(context.Background())
-	ts := httptest.NewServer(srv.Handler(eng))
+	defer srv.Shutdown(context.Background())
+	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
 	// The client: accept every question.

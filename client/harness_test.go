@@ -63,19 +63,20 @@ func startServer(t *testing.T, cfg serverConfig) *testServer {
 	clk := &clock{}
 	srv := mcpserver.New(&mcp.Implementation{Name: "client-test", Version: "0.0.0"}, &mcpserver.Options{
 		ServerOptions: fixtures.ServerOptions(),
+		Store:         memory.New(),
+		Engine: &engine.Options{
+			Workers: 64, DefaultPollInterval: testPoll, ClaimInterval: 50 * time.Millisecond, Now: clk.Now,
+		},
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{
-		Workers: 64, DefaultPollInterval: testPoll, ClaimInterval: 50 * time.Millisecond, Now: clk.Now,
-	})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.Background())
-	var h http.Handler = srv.Handler(eng)
+	eng := srv.Engine()
+	var h http.Handler = srv.Handler()
 	if cfg.tokens != nil {
 		h = cfg.tokens.RequireBearer(h)
 	}
@@ -89,7 +90,7 @@ func startServer(t *testing.T, cfg serverConfig) *testServer {
 		hs.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // stop handlers still running (60 s slow_compute) at once
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return &testServer{url: hs.URL + "/mcp", clock: clk, eng: eng}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,19 +28,11 @@ var inheritedEnv = []string{"PATH", "HOME", "LANG"}
 // Register adds every tool of cfg to s as a task-capable tool. Tool names
 // must not clash with task tools already added to s.
 func Register(s *mcpserver.Server, cfg *Config) error {
-	taken := map[string]bool{}
-	for _, et := range s.EngineTools() {
-		taken[et.Name] = true
-	}
 	inlineConfirm := map[string]*Tool{}
 	for _, t := range cfg.Tools {
 		if t.c == nil {
 			return fmt.Errorf("cmdtool: tool %q was not loaded with cmdtool.Load", t.Name)
 		}
-		if taken[t.Name] {
-			return fmt.Errorf("%s:%d: name: the server already has a tool named %q", cfg.File, t.Line, t.Name)
-		}
-		taken[t.Name] = true
 		// A command's running process cannot wait for an answer elsewhere:
 		// its handler holds while it asks.
 		opts := mcpserver.ToolOptions{Task: t.Task, TTL: t.TTL, PollInterval: t.PollInterval, Retry: t.Retry, Hold: true}
@@ -50,7 +43,14 @@ func Register(s *mcpserver.Server, cfg *Config) error {
 			}
 		}
 		mt := &mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
-		if err := mcpserver.AddTool(s, mt, opts, t.handle); err != nil {
+		err := mcpserver.AddTool(s, mt, opts, func(ctx context.Context, _ *mcp.CallToolRequest, raw json.RawMessage) (*mcp.CallToolResult, any, error) {
+			res, err := t.handle(ctx, mcpserver.CallFrom(ctx).Run(), raw)
+			return res, nil, err
+		})
+		switch {
+		case errors.Is(err, mcpserver.ErrDuplicateTool):
+			return fmt.Errorf("%s:%d: name: the server already has a tool named %q", cfg.File, t.Line, t.Name)
+		case err != nil:
 			return fmt.Errorf("cmdtool: %w", err)
 		}
 	}

@@ -1,26 +1,23 @@
 package cmdtool
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -47,23 +44,23 @@ func startServer(t *testing.T, src string, scripts map[string]string) (*client, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := mcpserver.New(&mcp.Implementation{Name: "cmdtool-test", Version: "0"}, nil)
+	srv := mcpserver.New(&mcp.Implementation{Name: "cmdtool-test", Version: "0"}, &mcpserver.Options{
+		Store: memory.New(), Engine: &engine.Options{Workers: 4, ClaimInterval: 20 * time.Millisecond},
+	})
 	if err := Register(srv, cfg); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4, ClaimInterval: 20 * time.Millisecond})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.Background())
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv.Handler(eng))
+	mux.Handle("/mcp", srv.Handler())
 	hs := httptest.NewServer(mux)
 	t.Cleanup(func() {
 		hs.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // stop running commands now
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return &client{url: hs.URL + "/mcp", tasks: true, elicitation: true}, dir
 }
@@ -73,13 +70,9 @@ type client struct {
 	url         string
 	tasks       bool // declare the Tasks extension
 	elicitation bool // declare the elicitation capability
-	id          atomic.Int64
 }
 
-type rpcError struct {
-	Code    int64  `json:"code"`
-	Message string `json:"message"`
-}
+type rpcError = mcptest.Error
 
 // call sends one request and returns its result, or fails the test on a
 // JSON-RPC error.
@@ -95,52 +88,17 @@ func (c *client) call(t *testing.T, method string, params map[string]any) map[st
 // do sends one request and returns its result or its JSON-RPC error.
 func (c *client) do(t *testing.T, method string, params map[string]any) (map[string]any, *rpcError) {
 	t.Helper()
-	caps := map[string]any{}
-	if c.elicitation {
-		caps["elicitation"] = map[string]any{"form": map[string]any{}}
-	}
-	if c.tasks {
-		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
-	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "cmdtool-test", "version": "0"},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", c.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
-	}
-	if id, ok := params["taskId"].(string); ok {
-		req.Header.Set("Mcp-Name", id)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	r, err := (&mcptest.Client{URL: c.url, Capabilities: mcptest.Caps(c.tasks, c.elicitation)}).Post(t.Context(), method, params)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		sc := bufio.NewScanner(bytes.NewReader(raw))
-		for sc.Scan() {
-			if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-				raw = []byte(strings.TrimSpace(d))
-			}
+	var res map[string]any
+	if r.Result != nil {
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			t.Fatalf("%s: HTTP %d, bad result %s: %v", method, r.Status, r.Result, err)
 		}
 	}
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  *rpcError      `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("%s: HTTP %d, body %s", method, resp.StatusCode, raw)
-	}
-	return msg.Result, msg.Error
+	return res, r.Error
 }
 
 func (c *client) callTool(t *testing.T, name string, args map[string]any, responses map[string]any) map[string]any {

@@ -16,11 +16,12 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
-// Causes of a handler's ctx cancellation.
+// Causes of a handler's ctx cancellation, by their names in this package
+// (cause.go exports them).
 var (
-	errCancelRequested = errors.New("task cancelled by request")
-	errLeaseLost       = errors.New("task lease lost")
-	errShutdown        = errors.New("engine shutting down")
+	errCancelRequested = ErrCancelRequested
+	errLeaseLost       = ErrLeaseLost
+	errShutdown        = ErrShutdown
 )
 
 // execution is one run of a handler on this process.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -45,33 +45,31 @@ func BenchmarkTasksGet(b *testing.B) {
 // benchHandler returns the handler of a server with one tool, "wait",
 // which runs as a task until it is cancelled; no worker runs it.
 func benchHandler(b *testing.B, opts *mcpserver.Options) http.Handler {
-	srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, opts)
+	o := mcpserver.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Store, o.Engine = memory.New(), &engine.Options{Workers: -1}
+	srv := mcpserver.New(&mcp.Implementation{Name: "bench", Version: "1"}, &o)
 	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			<-ctx.Done()
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		})
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	return srv.Handler(eng)
+	b.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Handler()
 }
 
 func benchPost(b *testing.B, h http.Handler, method, name, params string) []byte {
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
-		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
-	rec := postRequest(h, method, name, body)
+	rec := postRequest(h, method, name, tasksBody(method, params))
 	if rec.Code != http.StatusOK {
 		b.Fatalf("%s: HTTP %d: %s", method, rec.Code, rec.Body)
 	}
-	out := rec.Body.Bytes()
-	if i := strings.LastIndex(string(out), "data: "); i >= 0 {
-		out = out[i+len("data: "):]
-	}
-	return out
+	return mcptest.LastMessage(rec.Body.Bytes())
 }

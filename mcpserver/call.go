@@ -179,7 +179,7 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*task.Record, error) {
 	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
 	defer span.End()
-	r, err := s.eng.Create(ctx, engine.CreateParams{
+	r, err := s.eng.Load().Create(ctx, engine.CreateParams{
 		Tool: t.tool.Name, Args: args, ClientCapabilities: caps, Principal: principal,
 		TraceParent: s.traceParent(ctx), IdempotencyKey: key,
 	})

@@ -67,6 +67,13 @@ func invalidParams(format string, args ...any) error {
 	return &jsonrpc.Error{Code: codeInvalidParams, Message: fmt.Sprintf(format, args...)}
 }
 
+// internalError is a -32603 error whose message says what went wrong on
+// the server's side, for a tool's author to read (an output that does not
+// match its schema): it tells nothing of the server's insides.
+func internalError(format string, args ...any) error {
+	return &jsonrpc.Error{Code: codeInternalError, Message: fmt.Sprintf(format, args...)}
+}
+
 // taskError maps an engine error to the JSON-RPC error of a tasks/* reply:
 // the one not-found error, -32602 naming the input key and the field of an
 // answer that checkAnswer refused, or an internal error that tells the

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
@@ -33,15 +35,15 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add(s.method, s.name, s.body)
 	}
-	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, nil)
+	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 	if err := tasktools.Register(srv, nil); err != nil {
 		f.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		f.Fatal(err)
 	}
-	h := srv.Handler(eng)
+	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, method, name, body string) {
 		rec := postRequest(h, method, name, body)
 		if rec.Code >= 500 {
@@ -98,15 +100,16 @@ func FuzzFastPath(f *testing.F) {
 		f.Add(s.method, s.name, s.body)
 	}
 	handler := func(noFastPath bool) http.Handler {
-		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath})
+		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath,
+			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 		if err := tasktools.Register(srv, nil); err != nil {
 			f.Fatal(err)
 		}
-		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-		if err != nil {
+		if err := srv.Start(context.Background()); err != nil {
 			f.Fatal(err)
 		}
-		return srv.Handler(eng)
+		f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		return srv.Handler()
 	}
 	fast, sdk := handler(false), handler(true)
 	type answer struct {
@@ -171,14 +174,18 @@ func withoutNewTask(result json.RawMessage) json.RawMessage {
 // request of method about name.
 func postRequest(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	req.Header.Set("Mcp-Name", name)
+	mcptest.SetHeaders(req.Header, method, name)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// tasksBody returns the body of a request for method whose _meta declares
+// the Tasks extension, with the other params params.
+func tasksBody(method, params string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
 }
 
 func deref(p *int64) any {

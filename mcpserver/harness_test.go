@@ -47,7 +47,8 @@ const (
 
 // metaMacros are the _meta objects that request bodies name instead of
 // spelling them out. $META declares the Tasks extension and form
-// elicitation; $META_NOTASKS declares no capability at all.
+// elicitation; $META_NOTASKS declares no capability at all; $META_ELICIT
+// declares form elicitation only.
 var metaMacros = map[string]string{
 	"$META": `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"wire-test","version":"1.0.0"},` +
@@ -55,6 +56,9 @@ var metaMacros = map[string]string{
 	"$META_NOTASKS": `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientInfo":{"name":"wire-test","version":"1.0.0"},` +
 		`"io.modelcontextprotocol/clientCapabilities":{}}`,
+	"$META_ELICIT": `{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientInfo":{"name":"wire-test","version":"1.0.0"},` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`,
 }
 
 // serverConfig configures one in-process server.
@@ -89,6 +93,10 @@ var testSessionKey = []byte("wire-test-session-key-0123456789abcdef")
 // store, and stops it when t ends.
 func startServer(t *testing.T, cfg serverConfig) *testClient {
 	t.Helper()
+	st := cfg.store
+	if st == nil {
+		st = memory.New()
+	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
 		ServerOptions:   fixtures.ServerOptions(),
 		MaxBodyBytes:    cfg.maxBodyBytes,
@@ -99,6 +107,9 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 
 		MaxJSONDepth:      cfg.maxJSONDepth,
 		MaxArgumentsBytes: cfg.maxArgumentsBytes,
+
+		Store:  st,
+		Engine: &engine.Options{Workers: 4},
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
@@ -109,16 +120,10 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 			t.Fatalf("register: %v", err)
 		}
 	}
-	st := cfg.store
-	if st == nil {
-		st = memory.New()
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: 4, TracerProvider: cfg.tracerProvider})
-	if err != nil {
-		t.Fatalf("engine.New: %v", err)
-	}
-	eng.Start(context.Background())
-	var h http.Handler = srv.Handler(eng)
+	var h http.Handler = srv.Handler()
 	if cfg.tokens != nil {
 		h = cfg.tokens.RequireBearer(h)
 	}
@@ -131,7 +136,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		// slow_compute) instead of waiting for them.
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return &testClient{base: hs.URL, http: hs.Client()}
 }

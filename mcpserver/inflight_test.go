@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -32,29 +33,27 @@ func TestMaxInflightBytes(t *testing.T) {
 			const maxBody, budget = 64 << 10, 100 << 10
 			srv := mcpserver.New(&mcp.Implementation{Name: "inflight", Version: "1"}, &mcpserver.Options{
 				MaxBodyBytes: maxBody, MaxInflightBytes: budget, DisableFastPath: !fast,
+				Store: memory.New(), Engine: &engine.Options{Workers: -1},
 			})
 			err := mcpserver.AddTool(srv, &mcp.Tool{Name: "keep"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-				func(context.Context, *engine.Run, struct {
+				func(context.Context, *mcp.CallToolRequest, struct {
 					Data string `json:"data"`
-				}) (*mcp.CallToolResult, error) {
-					return nil, nil
+				}) (*mcp.CallToolResult, any, error) {
+					return nil, nil, nil
 				})
 			if err != nil {
 				t.Fatal(err)
 			}
-			eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-			if err != nil {
+			if err := srv.Start(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			hs := httptest.NewServer(srv.Handler(eng))
+			defer srv.Shutdown(context.Background())
+			hs := httptest.NewServer(srv.Handler())
 			defer hs.Close()
 			post := func(method, name string, body io.Reader, length int64) (int, string, map[string]json.RawMessage) {
 				req, _ := http.NewRequest("POST", hs.URL, body)
 				req.ContentLength = length
-				for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-					"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
-					req.Header.Set(k, v)
-				}
+				mcptest.SetHeaders(req.Header, method, name)
 				resp, err := hs.Client().Do(req)
 				if err != nil {
 					t.Error(err)

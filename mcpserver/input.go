@@ -12,7 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // Errors of the input helpers when the request that created the task did
@@ -30,23 +30,44 @@ var (
 	ErrRootsNotDeclared = errors.New("the client did not declare the roots capability")
 )
 
-// Elicit asks the client one question from inside a task and waits for the
-// answer, which arrives through tasks/update: a form (p.RequestedSchema) or,
-// with p.Mode "url", a URL for the user to open (p.URL, p.ElicitationID),
-// as the client declared it can show. key must be unique for the task's
-// life; a key answered before (by an earlier run of the task) returns the
-// stored answer without asking again.
-func Elicit(ctx context.Context, run *engine.Run, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	res, err := ElicitAll(ctx, run, map[string]*mcp.ElicitParams{key: p})
+// Elicit asks the client one question and returns the answer: a form
+// (p.RequestedSchema) or, with p.Mode "url", a URL for the user to open
+// (p.URL, p.ElicitationID), as the client declared it can show. ctx is the
+// context of a handler added with [AddTool].
+//
+// Inside a task, the task becomes input_required with the question in its
+// inputRequests, and Elicit waits for the answer, which arrives through
+// tasks/update on any replica. key must be unique for the task's life; a
+// key answered before (by an earlier run of the task) returns the stored
+// answer without asking again.
+//
+// In a synchronous call, Elicit is an MRTR round: if the client's retry of
+// the call carries the answer (in inputResponses, or from an earlier round
+// in requestState), Elicit returns it; otherwise it returns
+// [ErrInputRequired] and the call answers with an input_required result
+// asking the question. The client calls again with the answer, which runs
+// the handler again from the start: work done before the question is
+// repeated. The answers of earlier rounds travel in requestState, signed
+// with the server's session key and bound to the principal, the tool and
+// its arguments.
+//
+// Either way, a client that did not declare the kind of elicitation asked
+// for is not asked: Elicit returns [ErrElicitationNotDeclared]. A handler
+// may go on without the answer; if it returns the error, a synchronous call
+// answers -32021 naming the capability, and a task completes with a tool
+// error (it exists already). A handler must not ask from several
+// goroutines at once.
+func Elicit(ctx context.Context, key string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	res, err := ElicitAll(ctx, map[string]*mcp.ElicitParams{key: p})
 	if err != nil {
 		return nil, err
 	}
 	return res[key], nil
 }
 
-// ElicitAll is [Elicit] for several questions asked at once; the task stays
+// ElicitAll is [Elicit] for several questions asked at once; a task stays
 // input_required until all are answered.
-func ElicitAll(ctx context.Context, run *engine.Run, ps map[string]*mcp.ElicitParams) (map[string]*mcp.ElicitResult, error) {
+func ElicitAll(ctx context.Context, ps map[string]*mcp.ElicitParams) (map[string]*mcp.ElicitResult, error) {
 	reqs := make(mcp.InputRequestMap, len(ps))
 	for k, p := range ps {
 		reqs[k] = p
@@ -57,23 +78,23 @@ func ElicitAll(ctx context.Context, run *engine.Run, ps map[string]*mcp.ElicitPa
 			msg = p.Message
 		}
 	}
-	return askAs[*mcp.ElicitResult](ctx, run, reqs, msg)
+	return askAs[*mcp.ElicitResult](ctx, reqs, msg)
 }
 
-// CreateMessage asks the client, from inside a task, to sample an LLM
-// (sampling/createMessage) and waits for the message, as [Elicit] waits.
-func CreateMessage(ctx context.Context, run *engine.Run, key string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	res, err := askAs[*mcp.CreateMessageResult](ctx, run, mcp.InputRequestMap{key: p}, "Waiting for a sampled message")
+// CreateMessage asks the client to sample an LLM (sampling/createMessage)
+// and returns the message, as [Elicit] returns an answer.
+func CreateMessage(ctx context.Context, key string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	res, err := askAs[*mcp.CreateMessageResult](ctx, mcp.InputRequestMap{key: p}, "Waiting for a sampled message")
 	if err != nil {
 		return nil, err
 	}
 	return res[key], nil
 }
 
-// ListRoots asks the client, from inside a task, for its roots
-// (roots/list) and waits for the list, as [Elicit] waits.
-func ListRoots(ctx context.Context, run *engine.Run, key string) (*mcp.ListRootsResult, error) {
-	res, err := askAs[*mcp.ListRootsResult](ctx, run, mcp.InputRequestMap{key: &mcp.ListRootsParams{}}, "Waiting for the client's roots")
+// ListRoots asks the client for its roots (roots/list) and returns them,
+// as [Elicit] returns an answer.
+func ListRoots(ctx context.Context, key string) (*mcp.ListRootsResult, error) {
+	res, err := askAs[*mcp.ListRootsResult](ctx, mcp.InputRequestMap{key: &mcp.ListRootsParams{}}, "Waiting for the client's roots")
 	if err != nil {
 		return nil, err
 	}
@@ -81,8 +102,8 @@ func ListRoots(ctx context.Context, run *engine.Run, key string) (*mcp.ListRoots
 }
 
 // askAs asks for reqs and decodes each answer into a new R.
-func askAs[R any](ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap, statusMessage string) (map[string]R, error) {
-	answers, err := ask(ctx, run, reqs, statusMessage)
+func askAs[R any](ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (map[string]R, error) {
+	answers, err := ask(ctx, reqs, statusMessage)
 	if err != nil {
 		return nil, err
 	}
@@ -98,12 +119,22 @@ func askAs[R any](ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap
 }
 
 // ask is the one implementation behind the input helpers: it checks that
-// the task's originating request declared what each request needs, then
-// asks for all of them at once and returns the answers, by key.
-func ask(ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap, statusMessage string) (map[string]json.RawMessage, error) {
-	have := parseCaps(run.ClientCapabilities()).has()
+// the call's request declared what each request needs, then asks for all
+// of them at once, through the task or as an MRTR round, and returns the
+// answers, by key.
+func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (map[string]json.RawMessage, error) {
+	c := CallFrom(ctx)
+	if c == nil {
+		return nil, ErrNotInCall
+	}
+	if !c.InTask() && c.req.ProtocolVersion() < task.ProtocolVersion {
+		return nil, fmt.Errorf("%w: a synchronous call of MCP %s cannot carry a question (MRTR needs %s)", ErrElicitationNotDeclared, c.req.ProtocolVersion(), task.ProtocolVersion)
+	}
+	have := parseCaps(c.caps).has()
 	for _, k := range slices.Sorted(maps.Keys(reqs)) {
-		if err := notDeclared(inputNeeds(reqs[k]).minus(have)); err != nil {
+		missing := inputNeeds(reqs[k]).minus(have)
+		if err := notDeclared(missing); err != nil {
+			c.missing = c.missing.union(missing)
 			return nil, err
 		}
 	}
@@ -120,7 +151,16 @@ func ask(ctx context.Context, run *engine.Run, reqs mcp.InputRequestMap, statusM
 		}
 		wire[k] = m[k]
 	}
-	return run.RequestInput(ctx, wire, statusMessage)
+	if !c.InTask() {
+		return c.askInline(reqs, wire)
+	}
+	return c.run.RequestInput(ctx, wire, statusMessage)
+}
+
+// notDeclaredError reports whether err is an input helper's error for a
+// capability the request did not declare.
+func notDeclaredError(err error) bool {
+	return errors.Is(err, ErrElicitationNotDeclared) || errors.Is(err, ErrSamplingNotDeclared) || errors.Is(err, ErrRootsNotDeclared)
 }
 
 // notDeclared returns the error of an input helper whose request needs the

@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
@@ -20,38 +19,38 @@ import (
 // capabilities of the task's originating request themselves.
 func inputTools(s *mcpserver.Server) error {
 	opts := mcpserver.ToolOptions{Task: mcpserver.TaskRequired}
-	if err := mcpserver.AddTool(s, &mcp.Tool{Name: "summarize"}, opts, func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
-		res, err := mcpserver.CreateMessage(ctx, run, "summary", &mcp.CreateMessageParams{
+	if err := mcpserver.AddTool(s, &mcp.Tool{Name: "summarize"}, opts, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := mcpserver.CreateMessage(ctx, "summary", &mcp.CreateMessageParams{
 			Messages:  []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "Summarize the report"}}},
 			MaxTokens: 100,
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		text, _ := res.Content.(*mcp.TextContent)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "summary by " + res.Model + ": " + text.Text}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "summary by " + res.Model + ": " + text.Text}}}, nil, nil
 	}); err != nil {
 		return err
 	}
-	if err := mcpserver.AddTool(s, &mcp.Tool{Name: "list_roots"}, opts, func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
-		res, err := mcpserver.ListRoots(ctx, run, "roots")
+	if err := mcpserver.AddTool(s, &mcp.Tool{Name: "list_roots"}, opts, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := mcpserver.ListRoots(ctx, "roots")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var uris []string
 		for _, r := range res.Roots {
 			uris = append(uris, r.URI)
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots: " + strings.Join(uris, " ")}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "roots: " + strings.Join(uris, " ")}}}, nil, nil
 	}); err != nil {
 		return err
 	}
-	return mcpserver.AddTool(s, &mcp.Tool{Name: "open_url"}, opts, func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
-		res, err := mcpserver.Elicit(ctx, run, "open", &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.com/sign-in", ElicitationID: "e1"})
+	return mcpserver.AddTool(s, &mcp.Tool{Name: "open_url"}, opts, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := mcpserver.Elicit(ctx, "open", &mcp.ElicitParams{Mode: "url", Message: "Sign in", URL: "https://example.com/sign-in", ElicitationID: "e1"})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "url: " + res.Action}}}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "url: " + res.Action}}}, nil, nil
 	})
 }
 

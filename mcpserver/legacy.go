@@ -345,7 +345,7 @@ func isLegacyTask(r *task.Record) bool {
 // was created in the era asked for (2025-11-25 if legacy, else
 // 2026-07-28), or the one not-found error.
 func (s *Server) eraTask(ctx context.Context, method, principal, id string, legacy bool) (*task.Record, error) {
-	r, err := s.eng.Get(ctx, principal, id)
+	r, err := s.eng.Load().Get(ctx, principal, id)
 	if err != nil {
 		return nil, s.taskError(method, err)
 	}

@@ -93,7 +93,7 @@ func (s *Server) legacyCancel(ctx context.Context, principal, id string) (*task.
 		return nil, err
 	}
 	if !r.Status.Terminal() {
-		if r, err = s.eng.CancelNow(ctx, principal, id); err != nil {
+		if r, err = s.eng.Load().CancelNow(ctx, principal, id); err != nil {
 			return nil, s.taskError(methodCancel, err)
 		}
 		if r.Status == task.Cancelled {
@@ -230,7 +230,7 @@ func (s *Server) legacyAnswer(lr *legacyRequest) {
 			}
 		}
 		if isJSONObject(answer) {
-			if _, err := s.eng.Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}, checkAnswer); err != nil {
+			if _, err := s.eng.Load().Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}, checkAnswer); err != nil {
 				s.log.Warn("answer input request", "task", id, "key", key, "err", err)
 			}
 		}
@@ -264,7 +264,7 @@ func (s *Server) legacyList(lr *legacyRequest) {
 	if p.Cursor != nil {
 		lp.Cursor = *p.Cursor
 	}
-	page, err := s.eng.List(lr.r.Context(), lp)
+	page, err := s.eng.Load().List(lr.r.Context(), lp)
 	switch {
 	case errors.Is(err, store.ErrBadCursor):
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, "Failed to list tasks: Invalid cursor")

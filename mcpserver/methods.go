@@ -98,11 +98,11 @@ func (s *Server) serveTask(ctx context.Context, c *taskCall) (_ mcp.Result, err 
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.eng.Update(ctx, c.principal, id, responses, checkAnswer); err != nil {
+		if _, err := s.eng.Load().Update(ctx, c.principal, id, responses, checkAnswer); err != nil {
 			return nil, s.taskError(c.method, err)
 		}
 	case methodCancel:
-		if err := s.eng.Cancel(ctx, c.principal, id); err != nil {
+		if err := s.eng.Load().Cancel(ctx, c.principal, id); err != nil {
 			return nil, s.taskError(c.method, err)
 		}
 	}

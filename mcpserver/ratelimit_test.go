@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -21,29 +20,22 @@ import (
 // CodePollTooFast; other tasks are not affected. Off by default.
 func TestMinPollInterval(t *testing.T) {
 	for _, limit := range []time.Duration{0, time.Hour} {
-		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit})
+		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit,
+			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 		err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-			func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) { return nil, nil })
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				return nil, nil, nil
+			})
 		if err != nil {
 			t.Fatal(err)
 		}
-		eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: -1})
-		if err != nil {
+		if err := srv.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		h := srv.Handler(eng)
+		t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+		h := srv.Handler()
 		post := func(method, name, params string) *httptest.ResponseRecorder {
-			body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"_meta":{` +
-				`"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
-				`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},` + params + `}}`
-			req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
-			for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-				"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
-				req.Header.Set(k, v)
-			}
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			return rec
+			return postRequest(h, method, name, tasksBody(method, params))
 		}
 		create := func() string {
 			var res struct {

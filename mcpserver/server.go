@@ -1,8 +1,33 @@
-// Package mcpserver serves task-backed tools over MCP 2026-07-28 on top of
-// go-sdk: it decides per call whether a tools/call becomes a task, answers
-// tasks/get, tasks/update and tasks/cancel, and guards their HTTP headers.
-// It serves the experimental tasks of MCP 2025-11-25 on the same engine
-// (legacy*.go), and both over stdio (ServeStdio).
+// Package mcpserver serves MCP tools whose calls may run as durable tasks
+// (the Tasks extension of MCP 2026-07-28), on top of go-sdk.
+//
+// A server is built in four steps: [New] with the [Options] that name its
+// store, [AddTool] for each tool (a handler of go-sdk's shape, as
+// [mcp.AddTool] takes), [Server.Start], then [Server.Handler] served over
+// HTTP (or [Server.ServeStdio]); [Server.Shutdown] drains it. Plain go-sdk
+// tools, prompts and resources go on [Server.MCPServer].
+//
+//	st, err := sqlite.Open(ctx, "tasks.db", nil)
+//	…
+//	srv := mcpserver.New(&mcp.Implementation{Name: "reports", Version: "1.0"}, &mcpserver.Options{Store: st})
+//	err = mcpserver.AddTool(srv, &mcp.Tool{Name: "export"}, mcpserver.ToolOptions{}, export)
+//	…
+//	if err := srv.Start(ctx); err != nil { … }
+//	defer srv.Shutdown(context.WithoutCancel(ctx))
+//	http.ListenAndServe("127.0.0.1:8080", srv.Handler())
+//
+// Each call of a tool is decided by its [TaskMode]: inline, or as a task
+// for a client that declares the extension (the zero [ToolOptions] is
+// [TaskOptional]). A handler reaches its call through its ctx: [Elicit]
+// asks the user (an MRTR round inline, a task input request inside a
+// task), [SetStatus] reports progress, [CallFrom] says which it is, and
+// context.Cause(ctx) tells a cancel ([ErrCancelRequested]) from a draining
+// server ([ErrShutdown]). [Server.HealthHandler], [Server.ReadyHandler]
+// and [Server.MetricsHandler] serve the operational endpoints.
+//
+// The server answers tasks/get, tasks/update and tasks/cancel, guards their
+// HTTP headers, serves the experimental tasks of MCP 2025-11-25 on the same
+// engine (legacy*.go), and both over stdio.
 package mcpserver
 
 import (
@@ -10,13 +35,18 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -27,8 +57,21 @@ const DefaultMaxBodyBytes = 4 << 20
 // is configured.
 const LocalPrincipal = "local"
 
-// Options configure a [Server]. The zero value is usable.
+// Options configure a [Server]. Store is required; the other fields have
+// sane zero values.
 type Options struct {
+	// Store keeps the tasks: sqlite.Open for a durable file on one
+	// machine, postgres.Open for replicas, memory.New for tests. The
+	// server owns it: [Server.Shutdown] closes it.
+	Store store.Store
+	// Engine configures the engine that [Server.Start] builds on Store:
+	// workers, lease, TTL and poll defaults. Its Logger and TracerProvider
+	// default to the server's; its Observer to the server's metrics.
+	Engine *engine.Options
+	// Registry receives the server's Prometheus metrics (see
+	// [Server.MetricsHandler]); nil means a registry of the server's own,
+	// with Go's runtime and process collectors.
+	Registry *prometheus.Registry
 	// ServerOptions are passed to go-sdk's mcp.NewServer. The Tasks
 	// extension is added to their capabilities.
 	ServerOptions *mcp.ServerOptions
@@ -85,9 +128,8 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 }
 
-// Server is an MCP server whose tools may run as durable tasks. Register
-// tools with [AddTool], build the engine from [Server.EngineTools], then
-// serve [Server.Handler].
+// Server is an MCP server whose tools may run as durable tasks. Add tools
+// with [AddTool], then [Server.Start] it and serve [Server.Handler].
 type Server struct {
 	impl *mcp.Implementation
 	// resultMeta is the _meta of every result, {serverInfo: impl}, encoded.
@@ -95,8 +137,13 @@ type Server struct {
 	mcp        *mcp.Server
 	opts       Options
 	log        *slog.Logger
-	tools      map[string]*toolEntry
-	eng        *engine.Engine
+	reg        *prometheus.Registry
+
+	mu       sync.Mutex // guards tools until Start; they are read-only after
+	tools    map[string]*toolEntry
+	eng      atomic.Pointer[engine.Engine] // set by Start
+	draining atomic.Bool                   // set by Shutdown
+
 	origins    *http.CrossOriginProtection
 	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
@@ -142,6 +189,11 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.reg = s.opts.Registry
+	if s.reg == nil {
+		s.reg = prometheus.NewRegistry()
+		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
 	so := &mcp.ServerOptions{}
 	if s.opts.ServerOptions != nil {
 		c := *s.opts.ServerOptions
@@ -174,27 +226,24 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 // tools, prompts and resources.
 func (s *Server) MCPServer() *mcp.Server { return s.mcp }
 
-// EngineTools returns the engine tools of every task-capable tool added so
-// far, to pass to engine.New.
-func (s *Server) EngineTools() []*engine.Tool {
-	var ts []*engine.Tool
-	for _, t := range s.tools {
-		ts = append(ts, t.engine)
-	}
-	return ts
-}
-
 // Handler returns the HTTP handler of the MCP endpoint, serving stateless
-// 2026-07-28 with tasks run by eng. eng must have been built from
-// [Server.EngineTools].
-func (s *Server) Handler(eng *engine.Engine) http.Handler {
-	s.eng = eng
+// 2026-07-28 (and the sessions of 2025-11-25) with the tasks of the engine
+// that [Server.Start] builds. Before Start, it answers every request with
+// HTTP 503 and -32603.
+func (s *Server) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: s.opts.MaxBodyBytes,
 		Logger:              s.opts.Logger,
 	})
-	return s.guard(h)
+	g := s.guard(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.eng.Load() == nil {
+			writeError(w, http.StatusServiceUnavailable, nil, codeInternalError, "The server has not started; try again")
+			return
+		}
+		g.ServeHTTP(w, r)
+	})
 }
 
 func defaultPrincipal(extra *mcp.RequestExtra) string {

@@ -13,8 +13,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-
-	"github.com/mcptasks/mcptasks/engine"
 )
 
 // ServeStdio serves MCP over stdio: newline-delimited JSON-RPC messages
@@ -29,11 +27,11 @@ import (
 // connection being one session. Requests are served concurrently;
 // notifications/cancelled stops the request it names.
 //
-// ServeStdio returns when in ends or ctx is done. Requests still in flight
+// Call [Server.Start] first. ServeStdio returns when in ends or ctx is done. Requests still in flight
 // are then stopped (their tasks live on in the store; stdio has nobody
 // left to answer).
-func (s *Server) ServeStdio(ctx context.Context, eng *engine.Engine, in io.Reader, out io.Writer) error {
-	b := &stdioBridge{h: s.Handler(eng), out: out, inflight: map[string]context.CancelFunc{}}
+func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	b := &stdioBridge{h: s.Handler(), out: out, inflight: map[string]context.CancelFunc{}}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup

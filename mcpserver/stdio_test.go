@@ -30,20 +30,19 @@ type stdioPeer struct {
 // or the peer closes its end.
 func startStdio(t *testing.T) *stdioPeer {
 	t.Helper()
-	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions()})
+	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
+		Store: memory.New(), Engine: &engine.Options{Workers: 4}})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
 		t.Fatal(err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4})
-	if err != nil {
+	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.Background())
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &stdioPeer{t: t, in: inW, lines: make(chan json.RawMessage, 16), done: make(chan error, 1)}
 	go func() {
-		p.done <- srv.ServeStdio(context.Background(), eng, inR, outW)
+		p.done <- srv.ServeStdio(context.Background(), inR, outW)
 		outW.Close()
 	}()
 	go func() {
@@ -57,7 +56,7 @@ func startStdio(t *testing.T) *stdioPeer {
 		inW.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return p
 }

@@ -14,6 +14,14 @@ import (
 	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
+// withValuesOf returns a context with the values of values (a handler's
+// ctx: its mcpserver.Call) that is done when done is, with its cause.
+func withValuesOf(values, done context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(values))
+	stop := context.AfterFunc(done, func() { cancel(context.Cause(done)) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
 // asker forwards the questions the upstream asks during one call to the
 // client of the call's task.
 type asker struct {
@@ -56,7 +64,7 @@ func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 		return declineAll("the call runs inline, outside a task"), nil
 	}
 	a.clock.pause()
-	answers, err := mcpserver.ElicitAll(a.ctx, a.run, qs)
+	answers, err := mcpserver.ElicitAll(a.ctx, qs)
 	a.clock.resume()
 	if errors.Is(err, mcpserver.ErrElicitationNotDeclared) {
 		return declineAll(err.Error()), nil

@@ -42,7 +42,9 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 	defer stop()
 	clock := newUpstreamClock(p.opts.UpstreamTimeout, func() { endCall(errUpstreamTimeout) })
 	defer clock.stop()
-	a := &asker{ctx: callCtx, run: run, log: p.log, clock: clock}
+	askCtx, stopAsk := withValuesOf(ctx, callCtx)
+	defer stopAsk()
+	a := &asker{ctx: askCtx, run: run, log: p.log, clock: clock}
 	s, err := p.connect(callCtx, &mcp.ClientOptions{
 		Logger:             p.log,
 		ElicitationHandler: a.elicit,

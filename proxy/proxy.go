@@ -71,6 +71,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -173,19 +174,14 @@ func (p *Proxy) Instructions() string { return p.instructions }
 // does not resolve) is left out with a warning. A name that s already has
 // is an error.
 func (p *Proxy) Register(s *mcpserver.Server) error {
-	taken := map[string]bool{}
-	for _, et := range s.EngineTools() {
-		taken[et.Name] = true
-	}
 	for _, t := range p.tools {
-		if taken[t.Name] {
+		err := p.register(s, t)
+		switch {
+		case errors.Is(err, mcpserver.ErrDuplicateTool):
 			return fmt.Errorf("proxy: upstream tool %q: the server already has a tool with that name", t.Name)
-		}
-		if err := p.register(s, t); err != nil {
+		case err != nil:
 			p.log.Warn("upstream tool left out", "upstream", p.name, "tool", t.Name, "err", err)
-			continue
 		}
-		taken[t.Name] = true
 	}
 	return nil
 }
@@ -202,8 +198,9 @@ func (p *Proxy) register(s *mcpserver.Server, t *mcp.Tool) error {
 	// A proxied call holds its upstream session while it asks: it holds.
 	opts := mcpserver.ToolOptions{Task: mode, TTL: p.opts.TTL, PollInterval: p.opts.PollInterval, Retry: p.opts.Retry, Hold: true}
 	name := tt.Name
-	err := mcpserver.AddTool(s, &tt, opts, func(ctx context.Context, run *engine.Run, args json.RawMessage) (*mcp.CallToolResult, error) {
-		return p.call(ctx, run, name, args)
+	err := mcpserver.AddTool(s, &tt, opts, func(ctx context.Context, req *mcp.CallToolRequest, args json.RawMessage) (*mcp.CallToolResult, any, error) {
+		res, err := p.call(ctx, mcpserver.CallFrom(ctx).Run(), name, req.Params.Arguments)
+		return res, nil, err
 	})
 	if err == nil {
 		p.log.Debug("upstream tool registered", "tool", name, "task", mode)

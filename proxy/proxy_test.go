@@ -169,21 +169,20 @@ func startEnv(t *testing.T, up *upstream, u proxy.Upstream, opts *proxy.Options,
 	e.p = p
 	srv := mcpserver.New(&mcp.Implementation{Name: "proxy-test", Version: "0"}, &mcpserver.Options{
 		ServerOptions: &mcp.ServerOptions{Instructions: p.Instructions()},
+		Store:         memory.New(), Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond},
 	})
 	if err := p.Register(srv); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond})
-	if err != nil {
+	if err := srv.Start(context.WithoutCancel(ctx)); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.WithoutCancel(ctx))
-	hs := httptest.NewServer(srv.Handler(eng))
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
-		_ = eng.Shutdown(sctx)
+		_ = srv.Shutdown(sctx)
 	})
 	e.url = hs.URL
 	e.c = client.New(hs.URL, &client.Options{InputHandler: answer, MinPollInterval: 10 * time.Millisecond})

@@ -18,21 +18,25 @@ import (
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
-// serveHTTP serves srv's tools from a fresh engine and memory store on
-// httptest, until t ends, and returns the endpoint.
+// serverOptions are the options of the servers of these tests: a fresh
+// memory store and fast polling.
+func serverOptions() *mcpserver.Options {
+	return &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond}}
+}
+
+// serveHTTP starts srv and serves it on httptest until t ends, and
+// returns the endpoint.
 func serveHTTP(t *testing.T, srv *mcpserver.Server) string {
 	t.Helper()
-	eng, err := engine.New(memory.New(), srv.EngineTools(), &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond})
-	if err != nil {
+	if err := srv.Start(context.WithoutCancel(t.Context())); err != nil {
 		t.Fatal(err)
 	}
-	eng.Start(context.WithoutCancel(t.Context()))
-	hs := httptest.NewServer(srv.Handler(eng))
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		hs.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // stop handlers still running at once
-		_ = eng.Shutdown(ctx)
+		_ = srv.Shutdown(ctx)
 	})
 	return hs.URL
 }
@@ -43,7 +47,7 @@ func serveHTTP(t *testing.T, srv *mcpserver.Server) string {
 // task follows the upstream's, and the upstream's question reaches the
 // proxy's client. Both eras on both sides.
 func TestProxyTaskUpstream(t *testing.T) {
-	up := mcpserver.New(&mcp.Implementation{Name: "upstream", Version: "0"}, nil)
+	up := mcpserver.New(&mcp.Implementation{Name: "upstream", Version: "0"}, serverOptions())
 	if err := tasktools.Register(up, &tasktools.Options{Step: 20 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +63,7 @@ func TestProxyTaskUpstream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, nil)
+			srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, serverOptions())
 			if err := p.Register(srv); err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +127,7 @@ func TestProxyPlainUpstreamUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, nil)
+	front := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, serverOptions())
 	if err := p.Register(front); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // cliTimeout bounds one run of a client command in the tests.
@@ -422,10 +424,7 @@ func TestServe_AllowedOrigins(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-		req.Header.Set("Mcp-Method", "server/discover")
+		mcptest.SetHeaders(req.Header, "server/discover", "")
 		req.Header.Set("Origin", origin)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

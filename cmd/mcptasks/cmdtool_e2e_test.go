@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -372,6 +373,40 @@ func TestCommandTools_BadFile(t *testing.T) {
 		want := bad + `:4: tools[0].timeout: "5 minutes" is not a duration (use e.g. 5m)`
 		if got := stderr.String(); !strings.Contains(got, want) || strings.Contains(got, "--listen") || strings.Contains(got, "serving") {
 			t.Errorf("%s stderr:\n%s\nwant %q, and no attempt to listen", args[0], got, want)
+		}
+	}
+}
+
+// TestCommandTools_OnlyThose: serve --tools serves the file's tools and no
+// built-in one; --demo adds the built-in tools.
+func TestCommandTools_OnlyThose(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(path, []byte("tools:\n  - name: hello\n    argv: [echo, hello]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		demo bool
+		want []string
+	}{{false, []string{"hello"}}, {true, []string{"hello", "greet", "export_report", "test_simple_text"}}} {
+		args := []string{"--store", "memory:", "--tools", path}
+		if tc.demo {
+			args = append(args, "--demo")
+		}
+		p := start(t, freeAddr(t), args...)
+		c := &rpc{url: p.url, tasks: true}
+		res := c.mustCall(t, "tools/list", map[string]any{})
+		var names []string
+		for _, tool := range res["tools"].([]any) {
+			names = append(names, tool.(map[string]any)["name"].(string))
+		}
+		for _, w := range tc.want {
+			if !slices.Contains(names, w) {
+				t.Errorf("--demo=%v: tools/list %v lacks %s", tc.demo, names, w)
+			}
+		}
+		if !tc.demo && len(names) != 1 {
+			t.Errorf("--tools alone: tools/list = %v, want only hello", names)
 		}
 	}
 }

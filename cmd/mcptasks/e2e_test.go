@@ -1,21 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // binary is the mcptasks binary built once for the end-to-end tests.
@@ -92,14 +91,9 @@ type rpc struct {
 	url   string
 	token string
 	tasks bool // declare the Tasks extension
-	id    atomic.Int64
 }
 
-type rpcError struct {
-	Code    int64           `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data"`
-}
+type rpcError = mcptest.Error
 
 // call sends one request and returns its result or error and the HTTP status.
 func (c *rpc) call(t *testing.T, method string, params map[string]any) (map[string]any, *rpcError, int) {
@@ -108,57 +102,17 @@ func (c *rpc) call(t *testing.T, method string, params map[string]any) (map[stri
 	if c.tasks {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
-	if params == nil {
-		params = map[string]any{}
-	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "e2e", "version": "0"},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
-	req, _ := http.NewRequest("POST", c.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
-	}
-	if id, ok := params["taskId"].(string); ok {
-		req.Header.Set("Mcp-Name", id)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	r, err := (&mcptest.Client{URL: c.url, Capabilities: caps, Token: c.token}).Post(t.Context(), method, params)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		raw = lastSSEData(raw)
-	}
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  *rpcError      `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		t.Fatalf("%s: HTTP %d, bad body %q: %v", method, resp.StatusCode, raw, err)
-	}
-	return msg.Result, msg.Error, resp.StatusCode
-}
-
-func lastSSEData(b []byte) []byte {
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if d, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-			last = []byte(strings.TrimSpace(d))
+	var res map[string]any
+	if r.Result != nil {
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			t.Fatalf("%s: HTTP %d, bad result %s: %v", method, r.Status, r.Result, err)
 		}
 	}
-	return last
+	return res, r.Error, r.Status
 }
 
 // mustCall is call that fails the test on a JSON-RPC error.

@@ -103,14 +103,16 @@ others).`
 	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use)")
 	fl.DurationVar(&f.terminate, "upstream-terminate-timeout", 5*time.Second, "when a call to a stdio upstream ends, how long its process gets to exit after its stdin is closed, before SIGTERM (and as long again before SIGKILL)")
 	// Flags of serve that make no sense here.
-	for _, name := range []string{"tools", "demo-step"} {
+	for _, name := range []string{"tools", "demo", "demo-step"} {
 		if fl.Lookup(name) != nil {
 			_ = fl.MarkHidden(name)
 		}
 	}
 	cmd.RunE = func(c *cobra.Command, args []string) error {
-		if fl.Changed("tools") {
-			return errors.New("--tools: proxy serves only the upstream's tools")
+		for _, name := range []string{"tools", "demo"} {
+			if fl.Changed(name) {
+				return fmt.Errorf("--%s: proxy serves only the upstream's tools", name)
+			}
 		}
 		p, err := f.connect(c.Context(), args, fl.Lookup("log-level").Value.String())
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/internal/loadgen"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/internal/pgtest"
 )
 
@@ -167,11 +168,8 @@ func (c *rpc) rawGet(t *testing.T, id string) []byte {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
 		`"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":` + string(quoted) + `}}`
 	req, _ := http.NewRequest("POST", c.url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", "tasks/get")
-	req.Header.Set("Mcp-Name", id)
+	mcptest.SetHeaders(req.Header, "tasks/get", "")
+	req.Header.Set("Mcp-Name", id) // also when empty: the probe sends every id as it is
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"os/exec"
 	"regexp"
@@ -19,12 +18,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // repLogBuffer is a bytes.Buffer that a process writes while the test reads.
@@ -190,7 +189,6 @@ func repTail(s string, n int) string {
 type repClient struct {
 	url string
 	hc  *http.Client
-	id  atomic.Int64
 }
 
 var repTransport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 64, IdleConnTimeout: time.Minute}
@@ -202,62 +200,21 @@ func newRepClient(url string) *repClient {
 // do sends one request. It returns the result or the JSON-RPC error; err is
 // for transport failures and undecodable replies.
 func (c *repClient) do(ctx context.Context, method string, params map[string]any) (map[string]any, *rpcError, error) {
-	if params == nil {
-		params = map[string]any{}
+	caps := map[string]any{
+		"elicitation": map[string]any{},
+		"extensions":  map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}},
 	}
-	meta := map[string]any{
-		"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{
-			"elicitation": map[string]any{},
-			"extensions":  map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}},
-		},
-		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "replicas-test", "version": "0"},
+	r, err := (&mcptest.Client{URL: c.url, HTTP: c.hc, Capabilities: caps}).Post(ctx, method, params)
+	if err != nil {
+		return nil, nil, err
 	}
-	if extra, ok := params["_meta"].(map[string]any); ok { // the caller's own keys, such as an idempotency key
-		for k, v := range extra {
-			meta[k] = v
+	var res map[string]any
+	if r.Result != nil {
+		if err := json.Unmarshal(r.Result, &res); err != nil {
+			return nil, nil, fmt.Errorf("%s: HTTP %d, bad result %s: %v", method, r.Status, r.Result, err)
 		}
 	}
-	params = maps.Clone(params)
-	params["_meta"] = meta
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.id.Add(1), "method": method, "params": params})
-	if err != nil {
-		return nil, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2026-07-28")
-	req.Header.Set("Mcp-Method", method)
-	if name, ok := params["name"].(string); ok {
-		req.Header.Set("Mcp-Name", name)
-	}
-	if id, ok := params["taskId"].(string); ok {
-		req.Header.Set("Mcp-Name", id)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, nil, err
-	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		raw = lastSSEData(raw)
-	}
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  *rpcError      `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &msg); err != nil {
-		return nil, nil, fmt.Errorf("%s: HTTP %d, bad body %q: %v", method, resp.StatusCode, raw, err)
-	}
-	return msg.Result, msg.Error, nil
+	return res, r.Error, nil
 }
 
 // call is do that turns a JSON-RPC error into an error.

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -20,7 +18,6 @@ import (
 	"github.com/mcptasks/mcptasks/internal/fixtures"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
-	"github.com/mcptasks/mcptasks/metrics"
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/store/postgres"
@@ -40,6 +37,7 @@ type runFlags struct {
 	suspendAfter time.Duration
 	drainTimeout time.Duration
 	demoStep     time.Duration
+	demo         bool
 	logLevel     string
 	tools        toolsFlag
 	otelEndpoint string
@@ -53,6 +51,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
+	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fl.Var(&f.tools, "tools", "tools.yaml `file` of command tools to serve as task-backed tools (see examples/tools.yaml); checked at start-up, every process of a deployment needs the same file")
 	fl.StringVar(&f.otelEndpoint, "otel-endpoint", "", "send OpenTelemetry traces (OTLP over HTTP) to the collector at this base `URL`, e.g. http://127.0.0.1:4318 (spans go to URL/v1/traces); default: the collector of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing")
@@ -79,14 +78,12 @@ func (f *toolsFlag) Set(path string) error {
 	return nil
 }
 
-// runtime is what serve and worker share: logs, the store, the tools and
-// the engine that runs them.
+// runtime is what serve and worker share: logs, the store, and the server
+// with its tools, which runs them once started.
 type runtime struct {
 	log *slog.Logger
-	st  store.Store
+	st  store.Store // the server's; it closes it
 	srv *mcpserver.Server
-	eng *engine.Engine
-	reg *prometheus.Registry     // served at /metrics
 	tp  *sdktrace.TracerProvider // nil when tracing is off
 }
 
@@ -144,7 +141,17 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if ts == nil {
 		ts = f.builtinTools()
 	}
+	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
+	if err != nil {
+		return nil, err
+	}
+	workers := f.workers
+	if workers == 0 {
+		workers = -1 // the engine's "none"
+	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
+		Store:             st,
+		Engine:            &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: suspendAfter(f.suspendAfter)},
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
 		MaxInflightBytes:  o.maxInflight,
@@ -157,29 +164,20 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		TracerProvider:    tracing,
 	})
 	if err := ts.register(srv); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
-	if err != nil {
-		return nil, err
-	}
-	workers := f.workers
-	if workers == 0 {
-		workers = -1 // the engine's "none"
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	obs, err := metrics.New(reg, st)
-	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: suspendAfter(f.suspendAfter), Logger: log, Observer: obs, TracerProvider: tracing})
-	if err != nil {
-		st.Close()
-		return nil, err
+	return &runtime{log: log, st: st, srv: srv, tp: tp}, nil
+}
+
+// start starts the server's engine: its workers and sweeper run until
+// drain, whatever becomes of ctx.
+func (rt *runtime) start(ctx context.Context) error {
+	if err := rt.srv.Start(context.WithoutCancel(ctx)); err != nil {
+		rt.st.Close()
+		return err
 	}
-	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp}, nil
+	return nil
 }
 
 // toolSet is what a process serves: the options of its MCP server and the
@@ -189,24 +187,30 @@ type toolSet struct {
 	register      func(*mcpserver.Server) error
 }
 
-// builtinTools is the tool set of serve and worker: the conformance
-// fixtures, the demo tools and the command tools of --tools.
+// builtinTools is the tool set of serve and worker: the command tools of
+// --tools, or, without --tools or with --demo, the conformance fixtures
+// and the demo tools.
 func (f *runFlags) builtinTools() *toolSet {
-	return &toolSet{
-		serverOptions: fixtures.ServerOptions(),
-		register: func(srv *mcpserver.Server) error {
+	demo := f.tools.cfg == nil || f.demo
+	ts := &toolSet{}
+	if demo {
+		ts.serverOptions = fixtures.ServerOptions()
+	}
+	ts.register = func(srv *mcpserver.Server) error {
+		if demo {
 			fixtures.RegisterCore(srv.MCPServer())
 			if err := tasktools.Register(srv, &tasktools.Options{Step: f.demoStep}); err != nil {
 				return err
 			}
-			if f.tools.cfg != nil {
-				if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
-					return fmt.Errorf("--tools: %w", err)
-				}
+		}
+		if f.tools.cfg != nil {
+			if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
+				return fmt.Errorf("--tools: %w", err)
 			}
-			return nil
-		},
+		}
+		return nil
 	}
+	return ts
 }
 
 // drain stops the engine, giving running handlers until timeout, and closes
@@ -214,11 +218,8 @@ func (f *runFlags) builtinTools() *toolSet {
 func (rt *runtime) drain(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := rt.eng.Shutdown(ctx); err != nil {
-		rt.log.Warn("tasks still running at the drain deadline; they resume elsewhere after their lease expires", "err", err)
-	}
-	if err := rt.st.Close(); err != nil {
-		rt.log.Warn("close store", "err", err)
+	if err := rt.srv.Shutdown(ctx); err != nil {
+		rt.log.Warn("drain", "err", err)
 	}
 	if rt.tp != nil {
 		// After the engine: the spans of the runs that drained are sent too.

@@ -12,12 +12,10 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	webconsole "github.com/mcptasks/mcptasks/console"
 	"github.com/mcptasks/mcptasks/mcpserver"
-	"github.com/mcptasks/mcptasks/store"
 )
 
 type serveFlags struct {
@@ -50,11 +48,12 @@ func newServeCmdWith(f *serveFlags) *cobra.Command {
 		Long: `serve answers MCP 2026-07-28 requests at http://LISTEN/mcp (or, with
 --stdio, on stdin and stdout) and runs the tools' tasks on a pool of workers.
 Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
-version's experimental tasks, on the same store. It serves the conformance fixtures, the
-export_report demo tool and, with --tools, the command tools of a tools.yaml
-file (see examples/tools.yaml). /healthz says the process is up; /readyz says
-whether the store answers (HTTP 503 when not); /metrics serves Prometheus
-metrics.
+version's experimental tasks, on the same store. With --tools it serves the
+command tools of a tools.yaml file (see examples/tools.yaml), and only those;
+without --tools, or with --demo, it serves the conformance fixtures and the
+export_report demo tool. /healthz says the process is up; /readyz says
+whether the store answers (HTTP 503 when not, before start and while
+draining); /metrics serves Prometheus metrics.
 
 SIGTERM or Ctrl-C drains: the listener closes, tasks that wait for input are
 released to be resumed later, running tasks get --drain-timeout to finish,
@@ -167,25 +166,14 @@ func serve(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 
-	var h http.Handler = rt.srv.Handler(rt.eng)
+	mux := rt.srv.Mux()
 	if tokens != nil {
-		h = tokens.RequireBearer(h)
+		mux = http.NewServeMux()
+		mux.Handle("/mcp", tokens.RequireBearer(rt.srv.Handler()))
+		mux.Handle("GET /metrics", rt.srv.MetricsHandler())
+		mux.Handle("GET /healthz", rt.srv.HealthHandler())
+		mux.Handle("GET /readyz", rt.srv.ReadyHandler())
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(rt.reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := rt.st.(store.Pinger); ok {
-			ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-			defer cancel()
-			if err := p.Ping(ctx); err != nil {
-				http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		fmt.Fprintln(w, "ready")
-	})
 	hs := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: f.readHeaderTimeout,
@@ -193,11 +181,14 @@ func serve(ctx context.Context, f *serveFlags) error {
 		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
 	}
-	rt.eng.Start(context.WithoutCancel(ctx))
+	if err := rt.start(ctx); err != nil {
+		ln.Close()
+		return err
+	}
 	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", f.store, "workers", f.workers)
 	var cs *consoleServer
 	if consoleLn != nil {
-		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.eng, rt.log); err != nil {
+		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.srv.Engine(), rt.log); err != nil {
 			ln.Close()
 			rt.drain(f.drainTimeout)
 			return err
@@ -230,9 +221,11 @@ func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
 	if err != nil {
 		return err
 	}
-	rt.eng.Start(context.WithoutCancel(ctx))
+	if err := rt.start(ctx); err != nil {
+		return err
+	}
 	rt.log.Info("serving on stdio", "store", f.store, "workers", f.workers)
-	err = rt.srv.ServeStdio(ctx, rt.eng, os.Stdin, os.Stdout)
+	err = rt.srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	rt.log.Info("draining", "timeout", f.drainTimeout)
 	rt.drain(f.drainTimeout)
 	return err

@@ -33,7 +33,9 @@ func work(ctx context.Context, f *runFlags) error {
 	if err != nil {
 		return err
 	}
-	rt.eng.Start(context.WithoutCancel(ctx))
+	if err := rt.start(ctx); err != nil {
+		return err
+	}
 	rt.log.Info("working", "store", f.store, "workers", f.workers)
 	<-ctx.Done()
 	rt.log.Info("draining", "timeout", f.drainTimeout)

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
@@ -80,8 +79,8 @@ type greetIn struct {
 func addGreet(s *mcpserver.Server, _ time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "greet", Description: "Say hello (always synchronous)."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskNever},
-		func(_ context.Context, _ *engine.Run, in greetIn) (*mcp.CallToolResult, error) {
-			return text("Hello, " + in.Name + "!"), nil
+		func(_ context.Context, _ *mcp.CallToolRequest, in greetIn) (*mcp.CallToolResult, any, error) {
+			return text("Hello, " + in.Name + "!"), nil, nil
 		})
 }
 
@@ -100,34 +99,34 @@ func addSlowCompute(s *mcpserver.Server, _ time.Duration) error {
 				}
 				return mcpserver.TaskOptional
 			},
-			Retry: engine.RetryPolicy{Rerun: true},
+			Retry: mcpserver.RetryPolicy{Rerun: true},
 		},
-		func(ctx context.Context, run *engine.Run, in slowIn) (*mcp.CallToolResult, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
 			d := time.Duration(in.Seconds * float64(time.Second))
-			_ = run.SetStatus(ctx, fmt.Sprintf("Computing %q for %s", in.Label, d))
+			_ = mcpserver.SetStatus(ctx, fmt.Sprintf("Computing %q for %s", in.Label, d))
 			if err := sleep(ctx, d); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return text(fmt.Sprintf("Computed %q in %s", in.Label, d)), nil
+			return text(fmt.Sprintf("Computed %q in %s", in.Label, d)), nil, nil
 		})
 }
 
 func addFailingJob(s *mcpserver.Server, step time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "failing_job", Description: "A task that ends with a tool error (isError) after a second."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, _ *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			if err := sleep(ctx, step); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, fmt.Errorf("the job failed, as it always does")
+			return nil, nil, fmt.Errorf("the job failed, as it always does")
 		})
 }
 
 func addProtocolErrorJob(s *mcpserver.Server, _ time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "protocol_error_job", Description: "A task that ends failed with a JSON-RPC error."},
 		mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(context.Context, *engine.Run, struct{}) (*mcp.CallToolResult, error) {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running the job"}
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error while running the job"}
 		})
 }
 
@@ -137,19 +136,19 @@ type deleteIn struct {
 
 func addConfirmDelete(s *mcpserver.Server, _ time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "confirm_delete", Description: "Ask for confirmation, then (pretend to) delete a file."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
-		func(ctx context.Context, run *engine.Run, in deleteIn) (*mcp.CallToolResult, error) {
-			ans, err := mcpserver.Elicit(ctx, run, "confirm-delete", &mcp.ElicitParams{
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: mcpserver.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in deleteIn) (*mcp.CallToolResult, any, error) {
+			ans, err := mcpserver.Elicit(ctx, "confirm-delete", &mcp.ElicitParams{
 				Message:         fmt.Sprintf("Delete %s?", in.Filename),
 				RequestedSchema: confirmSchema("confirm"),
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ans.Action != "accept" || ans.Content["confirm"] != true {
-				return text(fmt.Sprintf("Kept %s", in.Filename)), nil
+				return text(fmt.Sprintf("Kept %s", in.Filename)), nil, nil
 			}
-			return text(fmt.Sprintf("Deleted %s", in.Filename)), nil
+			return text(fmt.Sprintf("Deleted %s", in.Filename)), nil, nil
 		})
 }
 
@@ -162,16 +161,16 @@ func addMultiInput(s *mcpserver.Server, _ time.Duration) error {
 		},
 	}
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "multi_input", Description: "Ask two questions at once and report both answers."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
-		func(ctx context.Context, run *engine.Run, _ struct{}) (*mcp.CallToolResult, error) {
-			ans, err := mcpserver.ElicitAll(ctx, run, map[string]*mcp.ElicitParams{
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: mcpserver.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ans, err := mcpserver.ElicitAll(ctx, map[string]*mcp.ElicitParams{
 				"first":  {Message: "First input", RequestedSchema: form},
 				"second": {Message: "Second input", RequestedSchema: form},
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return text(fmt.Sprintf("first=%v second=%v", ans["first"].Content["name"], ans["second"].Content["name"])), nil
+			return text(fmt.Sprintf("first=%v second=%v", ans["first"].Content["name"], ans["second"].Content["name"])), nil, nil
 		})
 }
 
@@ -200,10 +199,10 @@ func addToolWithTask(s *mcpserver.Server, _ time.Duration) error {
 				}}, ""), nil
 			},
 		},
-		func(_ context.Context, _ *engine.Run, in struct {
+		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
 			Name string `json:"name,omitempty"`
-		}) (*mcp.CallToolResult, error) {
-			return text("Hello, " + in.Name + "! Your task is done."), nil
+		}) (*mcp.CallToolResult, any, error) {
+			return text("Hello, " + in.Name + "! Your task is done."), nil, nil
 		})
 }
 
@@ -213,38 +212,38 @@ type exportIn struct {
 
 func addExportReport(s *mcpserver.Server, step time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "export_report", Description: "Export N rows to report.csv, asking before it overwrites the file."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: engine.RetryPolicy{Rerun: true}},
-		func(ctx context.Context, run *engine.Run, in exportIn) (*mcp.CallToolResult, error) {
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: formElicitation, Retry: mcpserver.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in exportIn) (*mcp.CallToolResult, any, error) {
 			// The query is a durable step: a re-run of the task (after
 			// the answer, a restart or a lost worker) gets its stored
 			// row count instead of querying again.
-			rows, err := engine.Step(ctx, run, "query", func(ctx context.Context) (int, error) {
-				_ = run.SetStatus(ctx, "Querying rows")
+			rows, err := mcpserver.Step(ctx, "query", func(ctx context.Context) (int, error) {
+				_ = mcpserver.SetStatus(ctx, "Querying rows")
 				if err := sleep(ctx, step*3/2); err != nil {
 					return 0, err
 				}
 				return in.Rows, nil
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			ans, err := mcpserver.Elicit(ctx, run, "confirm-overwrite", &mcp.ElicitParams{
+			ans, err := mcpserver.Elicit(ctx, "confirm-overwrite", &mcp.ElicitParams{
 				Message:         fmt.Sprintf("report.csv already exists. Overwrite it with %d rows?", rows),
 				RequestedSchema: confirmSchema("overwrite"),
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ans.Action != "accept" || ans.Content["overwrite"] != true {
 				r := text("Export cancelled: report.csv was not overwritten")
 				r.IsError = true
-				return r, nil
+				return r, nil, nil
 			}
-			_ = run.SetStatus(ctx, "Writing rows")
+			_ = mcpserver.SetStatus(ctx, "Writing rows")
 			if err := sleep(ctx, step*3/2); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return text(fmt.Sprintf("Wrote %d rows to report.csv", rows)), nil
+			return text(fmt.Sprintf("Wrote %d rows to report.csv", rows)), nil, nil
 		})
 }
 
@@ -278,19 +277,19 @@ func addArchiveLogs(s *mcpserver.Server, step time.Duration) error {
 				}
 				return mcpserver.TaskOptional
 			},
-			Retry: engine.RetryPolicy{Rerun: true},
+			Retry: mcpserver.RetryPolicy{Rerun: true},
 		},
-		func(ctx context.Context, run *engine.Run, in archiveIn) (*mcp.CallToolResult, error) {
+		func(ctx context.Context, _ *mcp.CallToolRequest, in archiveIn) (*mcp.CallToolResult, any, error) {
 			if in.Region == "" {
 				in.Region = "eu"
 			}
 			for d := 1; d <= in.Days; d++ {
-				_ = run.SetStatus(ctx, fmt.Sprintf("Archiving day %d of %d in %s", d, in.Days, in.Region))
+				_ = mcpserver.SetStatus(ctx, fmt.Sprintf("Archiving day %d of %d in %s", d, in.Days, in.Region))
 				if err := sleep(ctx, step); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
-			return text(fmt.Sprintf("Archived %d days of logs in %s", in.Days, in.Region)), nil
+			return text(fmt.Sprintf("Archived %d days of logs in %s", in.Days, in.Region)), nil, nil
 		})
 }
 
@@ -304,20 +303,20 @@ type linkIn struct {
 func addLinkAccount(s *mcpserver.Server, _ time.Duration) error {
 	urlElicitation := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "link_account", Description: "Link an account of a service: the user authorizes it at a URL."},
-		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: urlElicitation, Retry: engine.RetryPolicy{Rerun: true}},
-		func(ctx context.Context, run *engine.Run, in linkIn) (*mcp.CallToolResult, error) {
-			ans, err := mcpserver.Elicit(ctx, run, "authorize", &mcp.ElicitParams{
+		mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: urlElicitation, Retry: mcpserver.RetryPolicy{Rerun: true}},
+		func(ctx context.Context, _ *mcp.CallToolRequest, in linkIn) (*mcp.CallToolResult, any, error) {
+			ans, err := mcpserver.Elicit(ctx, "authorize", &mcp.ElicitParams{
 				Mode:          "url",
 				Message:       fmt.Sprintf("Authorize access to your %s account", in.Service),
 				URL:           "https://auth.example/authorize?service=" + url.QueryEscape(in.Service),
-				ElicitationID: "authorize-" + run.ID(),
+				ElicitationID: "authorize-" + mcpserver.CallFrom(ctx).TaskID(),
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if ans.Action != "accept" {
-				return text(fmt.Sprintf("Not linked: the user did not authorize %s", in.Service)), nil
+				return text(fmt.Sprintf("Not linked: the user did not authorize %s", in.Service)), nil, nil
 			}
-			return text(fmt.Sprintf("Linked your %s account", in.Service)), nil
+			return text(fmt.Sprintf("Linked your %s account", in.Service)), nil, nil
 		})
 }

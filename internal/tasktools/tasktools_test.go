@@ -23,18 +23,17 @@ import (
 func TestExportReportQueriesOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		srv := mcpserver.New(&mcp.Implementation{Name: "test", Version: "0"}, nil)
-		if err := Register(srv, &Options{Step: time.Second}); err != nil {
-			t.Fatal(err)
-		}
-		st := memory.New()
+		st := memory.New() // its Close does nothing: both servers share it
 		start := func(owner string) *engine.Engine {
-			e, err := engine.New(st, srv.EngineTools(), &engine.Options{Owner: owner})
-			if err != nil {
+			srv := mcpserver.New(&mcp.Implementation{Name: "test", Version: "0"},
+				&mcpserver.Options{Store: st, Engine: &engine.Options{Owner: owner}})
+			if err := Register(srv, &Options{Step: time.Second}); err != nil {
 				t.Fatal(err)
 			}
-			e.Start(ctx)
-			return e
+			if err := srv.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return srv.Engine()
 		}
 		first := start("first")
 		rec, err := first.Create(ctx, engine.CreateParams{Tool: "export_report", Principal: "alice",

@@ -101,17 +101,16 @@ func (w *writeLog) Answer(ctx context.Context, p store.AnswerParams) (a []string
 func TestExportReportWrites(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		srv := mcpserver.New(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+		st := &writeLog{Store: memory.New()}
+		srv := mcpserver.New(&mcp.Implementation{Name: "test", Version: "0"}, &mcpserver.Options{Store: st})
 		if err := Register(srv, &Options{Step: time.Second}); err != nil {
 			t.Fatal(err)
 		}
-		st := &writeLog{Store: memory.New()}
-		e, err := engine.New(st, srv.EngineTools(), nil)
-		if err != nil {
+		if err := srv.Start(ctx); err != nil {
 			t.Fatal(err)
 		}
-		e.Start(ctx)
-		defer e.Shutdown(ctx)
+		defer srv.Shutdown(ctx)
+		e := srv.Engine()
 		synctest.Wait()
 
 		rec, err := e.Create(ctx, engine.CreateParams{Tool: "export_report", Principal: "alice",

@@ -3,11 +3,9 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +13,6 @@ import (
 
 	"github.com/mcptasks/mcptasks/internal/pgtest"
 	"github.com/mcptasks/mcptasks/store/storetest"
-	"github.com/mcptasks/mcptasks/task"
 )
 
 // syntheticEnd is the creation time of the newest synthetic task, fixed
@@ -182,27 +179,5 @@ func dropIndexes(b *testing.B, s *Store, names []string) {
 // benchCreates creates tasks from 4 goroutines per CPU, as BenchmarkCreate
 // does, and returns their ids.
 func benchCreates(b *testing.B, s *Store) []string {
-	ctx := context.Background()
-	var mu sync.Mutex
-	var ids []string
-	b.SetParallelism(4)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		var mine []string
-		for pb.Next() {
-			r := newTask(task.NewID())
-			r.CreatedAt, r.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond), r.CreatedAt
-			r.Principal = fmt.Sprintf("p%02d", rand.IntN(100))
-			if err := s.Create(ctx, r); err != nil {
-				b.Error(err)
-				return
-			}
-			mine = append(mine, r.ID)
-		}
-		mu.Lock()
-		ids = append(ids, mine...)
-		mu.Unlock()
-	})
-	return ids
+	return storetest.BenchmarkCreate(b, s, 4, true)
 }

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -120,16 +119,13 @@ func TestOpen_Reopen(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := pgtest.DSN(t)
-	s := open(t, dsn, nil)
-	if err := s.Create(ctx, newTask("t1")); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	s.Close()
-	s = open(t, dsn, nil)
-	got, err := s.Get(ctx, "t1")
-	if err != nil || string(got.Args) != `{"n": 1}` {
-		t.Fatalf("Get after reopen = %+v, %v", got, err)
-	}
+	s := storetest.Reopen(t, func(t *testing.T) store.Store {
+		s, err := Open(ctx, dsn, nil)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		return s
+	}).(*Store)
 	ms, err := loadMigrations(migrationFS, migrationDir)
 	if err != nil {
 		t.Fatal(err)
@@ -302,63 +298,18 @@ func TestTimesTruncated(t *testing.T) {
 	}
 }
 
-// TestInvalidJSON checks that a value the store cannot keep as JSON is
-// refused, and the task left as it was.
 func TestInvalidJSON(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	s := openTemp(t)
-	for _, bad := range []func(r *task.Record){
+	storetest.InvalidJSON(t, openTemp(t),
 		func(r *task.Record) { r.Args = json.RawMessage(`{not json`) },
 		func(r *task.Record) { r.Result = json.RawMessage(`[1,`) },
 		func(r *task.Record) { r.Answers = map[string]json.RawMessage{"a": json.RawMessage(`{`)} },
-	} {
-		r := newTask("t1")
-		bad(r)
-		if err := s.Create(ctx, r); err == nil || errors.Is(err, store.ErrExists) {
-			t.Fatalf("Create with invalid JSON = %v, want an encoding error", err)
-		}
-	}
-	if err := s.Create(ctx, newTask("t1")); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("Claim = %d, %v", len(cs), err)
-	}
-	_, err = s.RequestInput(ctx, store.RequestInputParams{
-		FenceParams: store.FenceParams{ID: "t1", Attempt: 1, Now: t0},
-		Requests:    map[string]json.RawMessage{"q": json.RawMessage(`{"method":`)},
-	})
-	if err == nil || errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("RequestInput with invalid JSON = %v, want an encoding error", err)
-	}
-	got, err := s.Get(ctx, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != task.Working || len(got.InputRequests) != 0 {
-		t.Errorf("after a failed RequestInput: status %s, requests %v", got.Status, got.InputRequests)
-	}
+	)
 }
 
 func TestContextCancelled(t *testing.T) {
 	t.Parallel()
-	s := openTemp(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Create(ctx, newTask("t1")); !errors.Is(err, context.Canceled) {
-		t.Errorf("Create = %v, want context.Canceled", err)
-	}
-	if _, err := s.Get(ctx, "t1"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Get = %v, want context.Canceled", err)
-	}
-	if _, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Claim = %v, want context.Canceled", err)
-	}
-	if _, err := s.Answer(ctx, store.AnswerParams{ID: "t1", Principal: "alice", Now: t0}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Answer = %v, want context.Canceled", err)
-	}
+	storetest.ContextCancelled(t, openTemp(t))
 }
 
 // freezer is a TCP proxy in front of Postgres that can stop forwarding, as
@@ -666,28 +617,7 @@ func TestQueryPlans(t *testing.T) {
 
 // BenchmarkGet measures primary-key reads from 4×GOMAXPROCS goroutines.
 func BenchmarkGet(b *testing.B) {
-	ctx := context.Background()
-	s := openTemp(b)
-	const n = 1000
-	ids := make([]string, n)
-	for i := range ids {
-		ids[i] = task.NewID()
-		if err := s.Create(ctx, newTask(ids[i])); err != nil {
-			b.Fatal(err)
-		}
-	}
-	var next atomic.Uint64
-	b.ReportAllocs()
-	b.SetParallelism(4)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := s.Get(ctx, ids[next.Add(1)%n]); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	storetest.BenchmarkGet(b, openTemp(b), 4)
 }
 
 func BenchmarkGetFor(b *testing.B) {
@@ -705,20 +635,7 @@ func BenchmarkCreate(b *testing.B) {
 		{"DisableNotify", &Options{DisableNotify: true}},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
-			ctx := context.Background()
-			s := open(b, pgtest.DSN(b), bb.opts)
-			var next atomic.Uint64
-			b.ReportAllocs()
-			b.SetParallelism(4)
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					if err := s.Create(ctx, newTask(fmt.Sprintf("t%d", next.Add(1)))); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			storetest.BenchmarkCreate(b, open(b, pgtest.DSN(b), bb.opts), 4, false)
 		})
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/store/storetest"
-	"github.com/mcptasks/mcptasks/task"
 )
 
 // syntheticEnd is the creation time of the newest synthetic task, fixed
@@ -184,21 +182,7 @@ func benchCreates(b *testing.B, s *Store, drop []string) {
 			b.Fatal(err)
 		}
 	}
-	ctx := context.Background()
-	b.SetParallelism(8)
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			r := newTask(task.NewID())
-			r.CreatedAt, r.UpdatedAt = time.Now().UTC().Truncate(time.Millisecond), r.CreatedAt
-			r.Principal = fmt.Sprintf("p%02d", rand.IntN(100))
-			if err := s.Create(ctx, r); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	storetest.BenchmarkCreate(b, s, 8, true)
 }
 
 // copyFile copies the SQLite database src, closed, to dst.

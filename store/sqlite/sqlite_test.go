@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,35 +41,16 @@ func newTask(id string) *task.Record {
 
 func TestOpen_Reopen(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "tasks.db")
-	s, err := Open(ctx, path, nil)
-	if err != nil {
-		t.Fatalf("Open: %v", err)
-	}
-	if err := s.Create(ctx, newTask("t1")); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("Claim = %d tasks, %v; want 1, nil", len(cs), err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-
-	s, err = Open(ctx, path, &Options{MaxReadConns: 1})
-	if err != nil {
-		t.Fatalf("Open again: %v", err)
-	}
-	defer s.Close()
-	got, err := s.Get(ctx, "t1")
-	if err != nil {
-		t.Fatalf("Get after reopen: %v", err)
-	}
-	if got.Attempt != 1 || got.LeaseOwner != "w1" || !got.LeaseExpiresAt.Equal(t0.Add(time.Minute)) || string(got.Args) != `{"n": 1}` {
-		t.Errorf("after reopen: %+v", got)
-	}
+	opts := []*Options{nil, {MaxReadConns: 1}}
+	s := storetest.Reopen(t, func(t *testing.T) store.Store {
+		s, err := Open(context.Background(), path, opts[0])
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		opts = opts[1:]
+		return s
+	}).(*Store)
 	ms, err := loadMigrations(migrationFS, migrationDir)
 	if err != nil {
 		t.Fatal(err)
@@ -226,56 +206,19 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// TestInvalidJSONInMaps checks that a value the store cannot keep byte for
-// byte is refused, and the task left as it was.
+// TestInvalidJSONInMaps: the maps are stored as JSON, which must parse.
 func TestInvalidJSONInMaps(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	s := openTemp(t)
 	defer s.Close()
-	r := newTask("t1")
-	r.Answers = map[string]json.RawMessage{"a": json.RawMessage(`{not json`)}
-	if err := s.Create(ctx, r); err == nil {
-		t.Fatal("Create with an invalid answer succeeded")
-	}
-	if err := s.Create(ctx, newTask("t1")); err != nil {
-		t.Fatalf("Create: %v", err)
-	}
-	cs, err := s.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute)})
-	if err != nil || len(cs) != 1 {
-		t.Fatalf("Claim = %d, %v", len(cs), err)
-	}
-	_, err = s.RequestInput(ctx, store.RequestInputParams{
-		FenceParams: store.FenceParams{ID: "t1", Attempt: 1, Now: t0},
-		Requests:    map[string]json.RawMessage{"q": json.RawMessage(`{"method":`)},
-	})
-	if err == nil || errors.Is(err, store.ErrLeaseLost) {
-		t.Fatalf("RequestInput with invalid JSON = %v, want an encoding error", err)
-	}
-	got, err := s.Get(ctx, "t1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Status != task.Working || len(got.InputRequests) != 0 {
-		t.Errorf("after a failed RequestInput: status %s, requests %v", got.Status, got.InputRequests)
-	}
+	storetest.InvalidJSON(t, s, func(r *task.Record) { r.Answers = map[string]json.RawMessage{"a": json.RawMessage(`{not json`)} })
 }
 
 func TestContextCancelled(t *testing.T) {
 	t.Parallel()
 	s := openTemp(t)
 	defer s.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := s.Create(ctx, newTask("t1")); !errors.Is(err, context.Canceled) {
-		t.Errorf("Create = %v, want context.Canceled", err)
-	}
-	if _, err := s.Get(ctx, "t1"); !errors.Is(err, context.Canceled) {
-		t.Errorf("Get = %v, want context.Canceled", err)
-	}
-	if _, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0}); !errors.Is(err, context.Canceled) {
-		t.Errorf("Claim = %v, want context.Canceled", err)
-	}
+	storetest.ContextCancelled(t, s)
 }
 
 // BenchmarkGet reads 1,000 tasks round-robin, with the read cache and
@@ -286,32 +229,12 @@ func BenchmarkGet(b *testing.B) {
 		size int
 	}{{"cache", 0}, {"nocache", -1}} {
 		b.Run(bc.name, func(b *testing.B) {
-			ctx := context.Background()
-			s, err := Open(ctx, filepath.Join(b.TempDir(), "tasks.db"), &Options{CacheSize: bc.size})
+			s, err := Open(context.Background(), filepath.Join(b.TempDir(), "tasks.db"), &Options{CacheSize: bc.size})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer s.Close()
-			const n = 1000
-			ids := make([]string, n)
-			for i := range ids {
-				ids[i] = task.NewID()
-				if err := s.Create(ctx, newTask(ids[i])); err != nil {
-					b.Fatal(err)
-				}
-			}
-			var next atomic.Uint64
-			b.ReportAllocs()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					id := ids[next.Add(1)%n]
-					if _, err := s.Get(ctx, id); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			storetest.BenchmarkGet(b, s, 1)
 		})
 	}
 }
@@ -320,21 +243,12 @@ func BenchmarkGetFor(b *testing.B) {
 	storetest.BenchmarkGetFor(b, func(b *testing.B) store.Store { return openTemp(b) })
 }
 
+// BenchmarkCreate measures creates from 8 goroutines per CPU: concurrent
+// creates share commits.
 func BenchmarkCreate(b *testing.B) {
-	ctx := context.Background()
 	s := openTemp(b)
 	defer s.Close()
-	b.SetParallelism(8) // 8 goroutines per CPU: concurrent creates share commits
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := s.Create(ctx, newTask(task.NewID())); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	storetest.BenchmarkCreate(b, s, 8, false)
 }
 
 // TestGroupCommit_CallerCancel checks that a caller whose context ends

@@ -1,0 +1,66 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/mcptasks/mcptasks/store"
+)
+
+// readyTimeout bounds the store's ping of a readiness check.
+const readyTimeout = 2 * time.Second
+
+// HealthHandler answers "ok" while the process serves HTTP at all: a
+// liveness check (/healthz).
+func (s *Server) HealthHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+}
+
+// ReadyHandler answers "ready" when the server may take requests: it has
+// started, is not draining, and its store answers a ping within 2 s (for
+// stores that can be pinged, store.Pinger). Otherwise it answers HTTP 503
+// saying why, so that a load balancer sends requests elsewhere (/readyz).
+func (s *Server) ReadyHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case s.eng.Load() == nil:
+			http.Error(w, "not started", http.StatusServiceUnavailable)
+			return
+		case s.draining.Load():
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		if p, ok := s.opts.Store.(store.Pinger); ok {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := p.Ping(ctx); err != nil {
+				http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+		}
+		fmt.Fprintln(w, "ready")
+	})
+}
+
+// MetricsHandler serves the server's Prometheus metrics (/metrics): the
+// engine's store calls and task flow, the live tasks by status, and those
+// of [Options.Registry] (by default Go's runtime and the process).
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+}
+
+// Mux returns a mux serving the MCP endpoint at /mcp and the operational
+// endpoints at /healthz, /readyz and /metrics: everything a server needs
+// in one handler.
+func (s *Server) Mux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", s.Handler())
+	mux.Handle("GET /healthz", s.HealthHandler())
+	mux.Handle("GET /readyz", s.ReadyHandler())
+	mux.Handle("GET /metrics", s.MetricsHandler())
+	return mux
+}
