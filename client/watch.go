@@ -62,7 +62,7 @@ type watchItem struct {
 	// reread asks for a round as soon as the running one ends: the
 	// subscription began while it ran.
 	reread bool
-	out stepOutcome
+	out    stepOutcome
 }
 
 type pollHeap []*watchItem
