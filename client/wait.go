@@ -19,7 +19,9 @@ type WaitOption func(*waitConfig)
 
 // OnStatus calls f with each status of a task that differs from the one
 // before it in status, status message or the keys of its input requests,
-// starting with the status the wait starts from (a new task's "working").
+// starting with the status the wait starts from (a new task's "working"),
+// in the order of the server's lastUpdatedAt (a poll answered late does
+// not show an older status again).
 // It is how a program shows "Rendering 2/4" without a polling loop of its
 // own. Calls are never concurrent, and come before the wait answers the
 // status's input requests. f must not block for long: the wait waits for
@@ -99,11 +101,18 @@ func (w *waitConfig) report(st *TaskStatus) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if prev := w.reported[st.TaskID]; prev != nil && sameStatus(prev, st) {
+	if prev := w.reported[st.TaskID]; prev != nil && (prev.Terminal() || sameStatus(prev, st) || older(st, prev)) {
 		return
 	}
 	w.reported[st.TaskID] = st
 	w.onStatus(st)
+}
+
+// older reports whether a is a status from before b by the server's
+// lastUpdatedAt: a poll answered before a notification that the wait
+// already reported.
+func older(a, b *TaskStatus) bool {
+	return !a.LastUpdatedAt.IsZero() && !b.LastUpdatedAt.IsZero() && a.LastUpdatedAt.Before(b.LastUpdatedAt)
 }
 
 // sameStatus reports whether a and b show the same thing: status, status

@@ -214,6 +214,9 @@ func (c *Client) watch(ctx context.Context, tasks []*Task, w *waitConfig, delive
 					c.log.Warn("ignoring a notifications/tasks", "task", it.task.ID, "err", err)
 					continue
 				}
+				// Reported now, not when a round takes it: a later
+				// notification may replace it before then.
+				w.report(st)
 				it.pushed, it.next = st, now
 			case e.ended:
 				events = nil
