@@ -217,4 +217,3 @@ func replayListen(t *testing.T, path string) {
 		}
 	}
 }
-
