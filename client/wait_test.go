@@ -3,7 +3,6 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -202,7 +201,7 @@ func TestManualInputMode(t *testing.T) {
 // InputHandler by a later wait.
 func TestWaitSkipsJournalAnswers(t *testing.T) {
 	s := startServer(t, serverConfig{})
-	j := client.FileJournal(filepath.Join(t.TempDir(), "journal.json"))
+	j := client.MemoryJournal()
 	ctx := testContext(t)
 	first := newClient(s, &client.Options{Journal: j})
 	res, err := first.CallTool(ctx, "confirm_delete", map[string]any{"filename": "b.txt"})

@@ -196,6 +196,7 @@ func (c *Client) watch(ctx context.Context, tasks []*Task, w *waitConfig, delive
 			now := time.Now()
 			switch {
 			case e.ack:
+				c.log.Debug("subscribed to task notifications", "tasks", len(e.acked))
 				// Read each acknowledged task once: it may have changed
 				// before the subscription began.
 				for _, id := range e.acked {
