@@ -1,18 +1,3 @@
-// Package client is a Go requester for MCP 2026-07-28 servers over
-// Streamable HTTP that handles task results (the Tasks extension). It also
-// speaks the experimental tasks of MCP 2025-11-25 to the servers that have
-// only those (see [Options.ProtocolVersion]), behind the same API.
-//
-// Every request is a stateless POST that carries its own _meta (protocol
-// version, client capabilities, client info) and the routing headers
-// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*); replies may
-// be JSON or SSE. [Client.CallTool] returns either a result or a [Task]
-// handle, answering MRTR rounds on the way through the [InputHandler].
-// [Task.Wait] polls tasks/get as the server's pollIntervalMs says, answers
-// each new input request once through tasks/update, and returns the
-// final result. [Client.WaitAll] waits for many tasks with one scheduling
-// loop. A [Journal] records every task before its handle is returned, so
-// that a restarted program can [Client.Resume] them.
 package client
 
 import (
