@@ -73,21 +73,11 @@ func renderServer(shown func(msg string) <-chan struct{}) (string, func()) {
 	}
 }
 
-// shownSet tells renderServer which status messages the example printed.
-type shownSet map[string]chan struct{}
-
-func (s shownSet) ch(msg string) chan struct{} {
-	if s[msg] == nil {
-		s[msg] = make(chan struct{})
-	}
-	return s[msg]
-}
-
 // CallAndWait calls a tool and returns its final result, whether the
 // server answers at once or with a task; OnStatus shows the task's
 // progress as it happens, and the InputHandler answers its question.
 func ExampleClient_CallAndWait() {
-	shown := shownSet{"Rendering 1/2": make(chan struct{}), "Rendering 2/2": make(chan struct{})}
+	shown := map[string]chan struct{}{"Rendering 1/2": make(chan struct{}), "Rendering 2/2": make(chan struct{})}
 	url, stop := renderServer(func(msg string) <-chan struct{} { return shown[msg] })
 	defer stop()
 
