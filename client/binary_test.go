@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,14 +121,23 @@ func startBinary(t *testing.T, args ...string) (string, *syncBuffer) {
 	return "http://" + addr + "/mcp", logs
 }
 
-// getCounter counts the tasks/get requests a client sends.
-type getCounter struct{ n atomic.Int64 }
+// methodCounter counts the requests a client sends, by Mcp-Method.
+type methodCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
 
-func (g *getCounter) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("Mcp-Method") == "tasks/get" {
-		g.n.Add(1)
-	}
+func (m *methodCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	m.mu.Lock()
+	m.n[req.Header.Get("Mcp-Method")]++
+	m.mu.Unlock()
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+func (m *methodCounter) count(method string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.n[method]
 }
 
 // TestBinaryPush: against a server that offers notifications/tasks, a
@@ -144,10 +152,10 @@ func TestBinaryPush(t *testing.T) {
 	}
 	url, _ := startBinary(t, "--demo-step", "200ms")
 	var clientLog syncBuffer
-	gets := &getCounter{}
+	reqs := &methodCounter{n: map[string]int{}}
 	h := newAccept(func(string) map[string]any { return map[string]any{"overwrite": true} })
 	c := client.New(url, &client.Options{
-		InputHandler: h, HTTPClient: &http.Client{Transport: gets},
+		InputHandler: h, HTTPClient: &http.Client{Transport: reqs},
 		Logger: slog.New(slog.NewTextHandler(&clientLog, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	var log statusLog
@@ -176,8 +184,31 @@ func TestBinaryPush(t *testing.T) {
 		}
 		rest = rest[i+1:]
 	}
-	t.Logf("%d statuses seen with %d tasks/get", len(seen), gets.n.Load())
-	if n := gets.n.Load(); n > 1 {
+	t.Logf("%d statuses seen with %d tasks/get", len(seen), reqs.count("tasks/get"))
+	if n := reqs.count("tasks/get"); n > 1 {
 		t.Errorf("%d tasks/get; want 1, after the acknowledgement", n)
+	}
+
+	// WaitAll: one subscription for all the tasks, one tasks/get each.
+	ctx := testContext(t)
+	var tasks []*client.Task
+	for range 3 {
+		res, err := c.CallTool(ctx, "slow_compute", map[string]any{"seconds": 0.5})
+		if err != nil || res.Task == nil {
+			t.Fatalf("CallTool: %v %v", res, err)
+		}
+		tasks = append(tasks, res.Task)
+	}
+	listens, gets := reqs.count("subscriptions/listen"), reqs.count("tasks/get")
+	for _, o := range c.WaitAll(ctx, tasks) {
+		if o.Err != nil || o.Result == nil || o.Result.IsError {
+			t.Errorf("task %d: %v %v", o.Index, o.Result, o.Err)
+		}
+	}
+	if n := reqs.count("subscriptions/listen") - listens; n != 1 {
+		t.Errorf("WaitAll of 3 tasks sent %d subscriptions/listen, want 1", n)
+	}
+	if n := reqs.count("tasks/get") - gets; n > 3 {
+		t.Errorf("WaitAll of 3 tasks sent %d tasks/get, want at most 3", n)
 	}
 }
