@@ -119,7 +119,13 @@ func (c *Client) subscribe(ctx context.Context, cancel context.CancelFunc, ids [
 		}
 		switch method {
 		case methodAcknowledged:
-			close(acked)
+			select {
+			case <-acked:
+				c.log.Warn("ignoring a second acknowledgement of a subscription")
+				return
+			default:
+				close(acked)
+			}
 			if len(p.Notifications.TaskIDs) == 0 {
 				stop = errNotOffered
 				cancel()

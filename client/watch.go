@@ -3,7 +3,6 @@ package client
 import (
 	"container/heap"
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -221,8 +220,10 @@ func (c *Client) watch(ctx context.Context, tasks []*Task, w *waitConfig, delive
 				it.pushed, it.next = st, now
 			case e.ended:
 				events = nil
-				if len(subscribed) > 0 || e.err != nil && !errors.Is(e.err, errNotOffered) {
+				if len(subscribed) > 0 {
 					c.log.Info("task notifications ended; polling", "err", e.err)
+				} else {
+					c.log.Debug("task notifications not offered; polling", "err", e.err)
 				}
 				for id := range subscribed {
 					if it := byID[id]; it != nil {
