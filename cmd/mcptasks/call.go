@@ -39,6 +39,10 @@ parses as JSON is that JSON (rows=5 is a number, force=true a boolean,
 tags='["a","b"]' an array); anything else is a string (name=Ada). Quote a
 JSON string to keep digits a string: id='"007"'.
 
+Changes show as they happen: by the server's notifications/tasks when it
+offers them (subscriptions/listen), else by polling tasks/get as its
+pollIntervalMs says.
+
 On a terminal (stdout is one), a status line shows the task's status and
 status message, questions of the server (elicitation forms) are asked one
 field at a time, and Ctrl-C asks whether to detach (the task keeps running;
