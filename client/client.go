@@ -140,6 +140,10 @@ type Client struct {
 	// server/discover said: 0 not asked yet, 1 yes, -1 no.
 	keys int
 
+	// noPush is set once the server has shown that it does not offer
+	// notifications/tasks: waits then poll without asking.
+	noPush atomic.Bool
+
 	// noTasks omits the Tasks extension from the declared capabilities
 	// (tests of servers' -32021 replies).
 	noTasks bool

@@ -89,11 +89,12 @@ func ExampleClient_CallAndWait() {
 	})
 	res, err := c.CallAndWait(context.Background(), "render_video", map[string]any{"frames": 2},
 		client.OnStatus(func(st *client.TaskStatus) {
-			line := string(st.Status)
-			if st.StatusMessage != "" {
-				line += ": " + st.StatusMessage
+			switch {
+			case st.StatusMessage != "":
+				fmt.Printf("%s: %s\n", st.Status, st.StatusMessage)
+			case st.Terminal():
+				fmt.Println(st.Status)
 			}
-			fmt.Println(line)
 			if ch := shown[st.StatusMessage]; ch != nil {
 				close(ch)
 			}
@@ -104,7 +105,6 @@ func ExampleClient_CallAndWait() {
 	}
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
 	// Output:
-	// working
 	// input_required: Render 2 frames in 4K?
 	// asked resolution: Render 2 frames in 4K? yes
 	// working: Rendering 1/2

@@ -45,7 +45,10 @@ type pushEvent struct {
 // The last event it sends (unless ctx is done first) has ended set. An
 // acknowledgement that lists none of ids ends the subscription with
 // errNotOffered, as does one that does not come within
-// Options.RequestTimeout (30 s if zero).
+// Options.RequestTimeout (30 s if zero). A server without
+// subscriptions/listen (-32601), or whose acknowledgement has no taskIds
+// field (it does not know the Tasks extension's filter), is not asked
+// again by this client.
 func (c *Client) listen(ctx context.Context, ids []string, events chan<- pushEvent) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -97,6 +100,9 @@ func (c *Client) subscribe(ctx context.Context, cancel context.CancelFunc, ids [
 			return err
 		}
 		if msg.Error != nil {
+			if msg.Error.Code == CodeMethodNotFound {
+				c.noPush.Store(true) // no later wait of this client asks again
+			}
 			return &Error{Code: msg.Error.Code, Message: msg.Error.Message, Data: msg.Error.Data, HTTPStatus: resp.StatusCode, Method: methodListen}
 		}
 		return errNotOffered
@@ -109,7 +115,7 @@ func (c *Client) subscribe(ctx context.Context, cancel context.CancelFunc, ids [
 		var p struct {
 			Meta          map[string]json.RawMessage `json:"_meta"`
 			Notifications struct {
-				TaskIDs []string `json:"taskIds"`
+				TaskIDs *[]string `json:"taskIds"`
 			} `json:"notifications"`
 		}
 		_ = json.Unmarshal(params, &p)
@@ -126,12 +132,17 @@ func (c *Client) subscribe(ctx context.Context, cancel context.CancelFunc, ids [
 			default:
 				close(acked)
 			}
-			if len(p.Notifications.TaskIDs) == 0 {
+			if p.Notifications.TaskIDs == nil {
+				// The server does not know the filter at all: no
+				// later wait of this client asks again.
+				c.noPush.Store(true)
+			}
+			if p.Notifications.TaskIDs == nil || len(*p.Notifications.TaskIDs) == 0 {
 				stop = errNotOffered
 				cancel()
 				return
 			}
-			if !send(pushEvent{ack: true, acked: p.Notifications.TaskIDs}) {
+			if !send(pushEvent{ack: true, acked: *p.Notifications.TaskIDs}) {
 				stop = ctx.Err()
 			}
 		case methodTaskChanged:

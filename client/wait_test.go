@@ -3,6 +3,7 @@ package client_test
 import (
 	"encoding/json"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -223,5 +224,32 @@ func TestWaitSkipsJournalAnswers(t *testing.T) {
 	}
 	if text(out) != "Deleted b.txt" || h.count("confirm-delete") != 0 {
 		t.Errorf("result %q, handler asked %d times; want Deleted b.txt and no question", text(out), h.count("confirm-delete"))
+	}
+}
+
+// TestNoPushRemembered: a server without subscriptions/listen (-32601)
+// is asked once per client; later waits poll at once.
+func TestNoPushRemembered(t *testing.T) {
+	rec := newRecorder()
+	noListen := func(next http.Handler) http.Handler {
+		return rec.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+				writeJSON(w, http.StatusNotFound, rpcErr(json.RawMessage("null"), -32601, "Method not found", nil))
+				return
+			}
+			next.ServeHTTP(w, r)
+		}))
+	}
+	s := startServer(t, serverConfig{wrap: noListen})
+	c := newClient(s, nil)
+	ctx := testContext(t)
+	for range 3 {
+		res, err := c.CallAndWait(ctx, "slow_compute", map[string]any{"seconds": 0.05})
+		if err != nil || text(res) == "" {
+			t.Fatalf("CallAndWait: %v %v", res, err)
+		}
+	}
+	if n := len(rec.requests("subscriptions/listen")); n != 1 {
+		t.Errorf("%d subscriptions/listen for three waits, want 1", n)
 	}
 }

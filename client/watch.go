@@ -122,7 +122,7 @@ func (c *Client) watch(ctx context.Context, tasks []*Task, w *waitConfig, delive
 	// The subscription, when it may be offered: a 2026-07-28 server.
 	var events chan pushEvent
 	subscribed := map[string]bool{} // tasks the acknowledgement listed
-	if !w.pollOnly {
+	if !w.pollOnly && !c.noPush.Load() {
 		if leg, err := c.protocol(ctx); err == nil && leg == nil {
 			events = make(chan pushEvent)
 			lctx, stop := context.WithCancel(ctx)
