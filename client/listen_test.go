@@ -217,3 +217,81 @@ func replayListen(t *testing.T, path string) {
 		}
 	}
 }
+
+// TestListenPartialAck: WaitAll opens one subscription for all its tasks;
+// the tasks the acknowledgement lists follow their notifications (one
+// tasks/get after it), the others are polled.
+func TestListenPartialAck(t *testing.T) {
+	const detailed = `"createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:01Z","ttlMs":60000,"pollIntervalMs":5`
+	done := `"result":{"content":[{"type":"text","text":"done"}]}`
+	var mu sync.Mutex
+	gets := map[string]int{}
+	var listenIDs []string
+	read1 := make(chan struct{})
+	var once sync.Once
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID        string `json:"taskId"`
+				Notifications struct {
+					TaskIDs []string `json:"taskIds"`
+				} `json:"notifications"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		switch m.Method {
+		case "subscriptions/listen":
+			mu.Lock()
+			listenIDs = m.Params.Notifications.TaskIDs
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			sub := `"_meta":{"io.modelcontextprotocol/subscriptionId":` + string(m.ID) + `}`
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{%s,\"notifications\":{\"taskIds\":[\"t-1\"]}}}\n\n", sub)
+			w.(http.Flusher).Flush()
+			select { // t-1 completes once it has been read
+			case <-read1:
+			case <-r.Context().Done():
+				return
+			}
+			fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tasks\",\"params\":{%s,\"taskId\":\"t-1\",\"status\":\"completed\",%s,%s}}\n\n", sub, detailed, done)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		case "tasks/get":
+			mu.Lock()
+			gets[m.Params.TaskID]++
+			n := gets[m.Params.TaskID]
+			mu.Unlock()
+			if m.Params.TaskID == "t-1" {
+				defer once.Do(func() { close(read1) })
+			}
+			status := `"status":"working"`
+			if m.Params.TaskID == "t-2" && n >= 3 {
+				status = `"status":"completed",` + done
+			}
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":"complete","taskId":%q,%s,"createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":60000,"pollIntervalMs":5}}`, m.ID, m.Params.TaskID, status)
+		default:
+			writeJSON(w, http.StatusNotFound, rpcErr(m.ID, -32601, "Method not found", nil))
+		}
+	}))
+	t.Cleanup(hs.Close)
+	c := client.New(hs.URL, &client.Options{ProtocolVersion: client.ProtocolVersion, MinPollInterval: time.Millisecond})
+	outs := c.WaitAll(testContext(t), []*client.Task{c.Task("t-1"), c.Task("t-2")})
+	for _, o := range outs {
+		if o.Err != nil || text(o.Result) != "done" {
+			t.Errorf("%s: %v %v", o.Task.ID, o.Result, o.Err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(listenIDs, []string{"t-1", "t-2"}) {
+		t.Errorf("subscribed to %v, want [t-1 t-2]", listenIDs)
+	}
+	// t-1: read at once (the wait does not wait for the acknowledgement),
+	// maybe once more after it, then notified; t-2: polled to its end.
+	if gets["t-1"] > 2 || gets["t-2"] < 3 {
+		t.Errorf("tasks/get: t-1 %d (want at most 2), t-2 %d (want 3: polled)", gets["t-1"], gets["t-2"])
+	}
+}
