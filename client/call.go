@@ -50,6 +50,11 @@ type CallResult struct {
 // task the first request made instead of making a second one. (A call the
 // server answers synchronously is not kept, and may run again.)
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
+	return c.callTool(ctx, name, args, c.opts.InputHandler)
+}
+
+// callTool is CallTool with the InputHandler h of its MRTR rounds.
+func (c *Client) callTool(ctx context.Context, name string, args any, h InputHandler) (*CallResult, error) {
 	p := map[string]any{"name": name}
 	if !c.noTasks {
 		p["_meta"] = map[string]string{task.MetaIdempotencyKey: newKey()}
@@ -87,7 +92,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 		// that speaks an earlier protocol gets the call again in it,
 		// asking for a task if the tool allows one.
 		k.noSwitch = !known
-		raw, rt, err = c.roundTrip(ctx, k, name)
+		raw, rt, err = c.roundTrip(ctx, k, name, h)
 		var te *TransportError
 		if err != nil && !known && !errors.As(err, &te) && ctx.Err() == nil {
 			if leg, _ = c.protocol(ctx); leg == nil {
@@ -107,7 +112,7 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 		} else if support == "optional" || support == "required" {
 			k.params["task"] = json.RawMessage(`{}`)
 		}
-		if raw, rt, err = c.roundTrip(ctx, k, name); err != nil {
+		if raw, rt, err = c.roundTrip(ctx, k, name, h); err != nil {
 			return nil, err
 		}
 	}
@@ -156,8 +161,9 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 
 // roundTrip sends k and answers its MRTR rounds. It returns the final
 // result and its resultType: "complete", or "task" for tools/call. tool
-// names the tool for the InputHandler.
-func (c *Client) roundTrip(ctx context.Context, k *call, tool string) (json.RawMessage, string, error) {
+// names the tool for the InputHandler h (nil: input is an
+// *InputRequiredError).
+func (c *Client) roundTrip(ctx context.Context, k *call, tool string, h InputHandler) (json.RawMessage, string, error) {
 	base := k.params
 	for round := 0; ; round++ {
 		raw, err := c.doKeyed(ctx, k)
@@ -200,11 +206,11 @@ func (c *Client) roundTrip(ctx context.Context, k *call, tool string) (json.RawM
 		}
 		answers := map[string]json.RawMessage{}
 		if len(reqs) > 0 {
-			if c.opts.InputHandler == nil {
+			if h == nil {
 				return nil, "", &InputRequiredError{Requests: reqs}
 			}
 			for _, key := range sortedKeys(reqs) {
-				a, err := c.answer(ctx, key, reqs[key])
+				a, err := answerWith(ctx, h, key, reqs[key])
 				if err != nil {
 					return nil, "", fmt.Errorf("%s: %w", k.method, err)
 				}

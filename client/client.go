@@ -1,18 +1,3 @@
-// Package client is a Go requester for MCP 2026-07-28 servers over
-// Streamable HTTP that handles task results (the Tasks extension). It also
-// speaks the experimental tasks of MCP 2025-11-25 to the servers that have
-// only those (see [Options.ProtocolVersion]), behind the same API.
-//
-// Every request is a stateless POST that carries its own _meta (protocol
-// version, client capabilities, client info) and the routing headers
-// (MCP-Protocol-Version, Mcp-Method, Mcp-Name, Mcp-Param-*); replies may
-// be JSON or SSE. [Client.CallTool] returns either a result or a [Task]
-// handle, answering MRTR rounds on the way through the [InputHandler].
-// [Task.Wait] polls tasks/get as the server's pollIntervalMs says, answers
-// each new input request once through tasks/update, and returns the
-// final result. [Client.WaitAll] waits for many tasks with one scheduling
-// loop. A [Journal] records every task before its handle is returned, so
-// that a restarted program can [Client.Resume] them.
 package client
 
 import (
@@ -52,6 +37,7 @@ const (
 	DefaultMaxInFlight         = 4
 	DefaultMaxConsecutiveFails = 5
 	DefaultCreateRetries       = 5
+	DefaultListenBackstop      = 30 * time.Second
 )
 
 // createRetryDelay is the pause before the first retry of a tools/call
@@ -74,7 +60,11 @@ type Options struct {
 	ClientInfo *mcp.Implementation
 	// Capabilities are the client capabilities declared on every request.
 	// The Tasks extension is always added. If nil, form elicitation is
-	// declared when InputHandler is set, and nothing else.
+	// declared, and nothing else: a client answers forms through its
+	// InputHandler or, without one, with [Task.Update] after a wait
+	// returns an *[InputRequiredError] (or during a wait with
+	// [ManualInput]). Set Capabilities to declare other kinds of input
+	// (URL elicitation, sampling, roots) or none.
 	Capabilities *mcp.ClientCapabilities
 	// InputHandler answers the server's input requests: MRTR rounds of
 	// tools/call, and the inputRequests of tasks.
@@ -114,6 +104,17 @@ type Options struct {
 	// (DefaultCreateRetries if zero, none if negative). The pauses
 	// between tries double from 250 ms, up to 4 s.
 	CreateRetries int
+	// RequestTimeout, if set, bounds each 2026-07-28 request from its
+	// sending to the end of its reply, and the wait for the
+	// acknowledgement of a subscriptions/listen (whose stream then stays
+	// open as long as the wait). A poll that times out is retried like
+	// any transient failure. Prefer it to HTTPClient.Timeout, which would
+	// cut subscriptions short.
+	RequestTimeout time.Duration
+	// ListenBackstop is how often a wait that receives notifications/tasks
+	// still reads its tasks with tasks/get, in case a notification was
+	// lost (DefaultListenBackstop if zero).
+	ListenBackstop time.Duration
 	// ProtocolVersion is the MCP revision to speak: ProtocolVersion
 	// (2026-07-28, the Tasks extension), LegacyProtocolVersion
 	// (2025-11-25, the experimental tasks of the TypeScript SDK v1 and
@@ -139,6 +140,10 @@ type Client struct {
 	// server/discover said: 0 not asked yet, 1 yes, -1 no.
 	keys int
 
+	// noPush is set once the server has shown that it does not offer
+	// notifications/tasks: waits then poll without asking.
+	noPush atomic.Bool
+
 	// noTasks omits the Tasks extension from the declared capabilities
 	// (tests of servers' -32021 replies).
 	noTasks bool
@@ -163,6 +168,7 @@ func New(url string, opts *Options) *Client {
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
 	o.MaxConsecutiveFailures = cmp.Or(o.MaxConsecutiveFailures, DefaultMaxConsecutiveFails)
 	o.CreateRetries = max(cmp.Or(o.CreateRetries, DefaultCreateRetries), 0)
+	o.ListenBackstop = cmp.Or(o.ListenBackstop, DefaultListenBackstop)
 	c.http = o.HTTPClient
 	if c.http == nil {
 		c.http = http.DefaultClient
@@ -193,10 +199,9 @@ func encodeCaps(caps *mcp.ClientCapabilities) json.RawMessage {
 
 func (c *Client) buildMeta() {
 	var caps mcp.ClientCapabilities
-	switch {
-	case c.opts.Capabilities != nil:
+	if c.opts.Capabilities != nil {
 		caps = *c.opts.Capabilities
-	case c.opts.InputHandler != nil:
+	} else {
 		caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}
 	}
 	ext := make(map[string]any, len(caps.Extensions)+1)
@@ -397,7 +402,7 @@ func (c *Client) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourc
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err := c.roundTrip(ctx, k, "")
+	raw, _, err := c.roundTrip(ctx, k, "", c.opts.InputHandler)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +424,7 @@ func (c *Client) GetPrompt(ctx context.Context, name string, args map[string]str
 	if err != nil {
 		return nil, err
 	}
-	raw, _, err := c.roundTrip(ctx, k, "")
+	raw, _, err := c.roundTrip(ctx, k, "", c.opts.InputHandler)
 	if err != nil {
 		return nil, err
 	}

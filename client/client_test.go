@@ -493,7 +493,7 @@ func TestWaitAll(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = callTask(t, c, "slow_compute", map[string]any{"seconds": 0.05 + 0.005*float64(i%10), "label": fmt.Sprint(i)})
 	}
-	outs := c.WaitAll(ctx, tasks...)
+	outs := c.WaitAll(ctx, tasks)
 	if len(outs) != n {
 		t.Fatalf("%d outcomes, want %d", len(outs), n)
 	}
@@ -521,7 +521,7 @@ func TestWatchEndsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 	var got []client.Outcome
-	for o := range c.Watch(ctx, append(tasks, done)...) {
+	for o := range c.Watch(ctx, append(tasks, done)) {
 		got = append(got, o)
 		if o.Task == done {
 			if o.Err != nil || o.Index != 3 {

@@ -219,11 +219,14 @@ func (e *TaskError) Unwrap() error {
 
 // InputRequiredError reports input the server asked for when the client
 // has no [InputHandler] to answer it. For a task, answer with
-// [Task.Update] and Wait again; for a tools/call (MRTR) there is nothing
-// to resume.
+// [Task.Update] on Task and Wait again (or wait with [ManualInput]); for
+// a tools/call (MRTR) there is nothing to resume: give the client an
+// InputHandler.
 type InputRequiredError struct {
 	// TaskID is the task that waits, or "" for an MRTR round.
-	TaskID   string
+	TaskID string
+	// Task is the handle of the task that waits, or nil for an MRTR round.
+	Task     *Task
 	Requests map[string]*InputRequest
 }
 

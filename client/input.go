@@ -76,9 +76,9 @@ func decodeInputRequests(raw map[string]json.RawMessage, tool, taskID string) (m
 	return out, nil
 }
 
-// answer asks the InputHandler and returns the response JSON object.
-func (c *Client) answer(ctx context.Context, key string, req *InputRequest) (json.RawMessage, error) {
-	v, err := c.opts.InputHandler.HandleInput(ctx, key, req)
+// answerWith asks h and returns the response JSON object.
+func answerWith(ctx context.Context, h InputHandler, key string, req *InputRequest) (json.RawMessage, error) {
+	v, err := h.HandleInput(ctx, key, req)
 	if err != nil {
 		return nil, fmt.Errorf("input %q: %w", key, err)
 	}

@@ -176,27 +176,34 @@ func (t *Task) get(ctx context.Context) (*TaskStatus, error) {
 	if err := completeResult(k.method, raw, &d); err != nil {
 		return nil, err
 	}
+	return t.detailed(k.method, &d)
+}
+
+// detailed checks a DetailedTask of this task, from tasks/get or a
+// notifications/tasks, and turns it into a status.
+func (t *Task) detailed(method string, d *task.Detailed) (*TaskStatus, error) {
 	if !d.Status.Valid() {
-		return nil, invalidResult(k.method, "unknown task status %q", d.Status)
+		return nil, invalidResult(method, "unknown task status %q", d.Status)
 	}
 	if d.TaskID != "" && d.TaskID != t.ID {
-		return nil, invalidResult(k.method, "asked for task %s, got %s", t.ID, d.TaskID)
+		return nil, invalidResult(method, "asked for task %s, got %s", t.ID, d.TaskID)
 	}
 	st := statusFromInfo(&d.Info)
 	st.TaskID = t.ID
+	var err error
 	switch d.Status {
 	case task.InputRequired:
 		if st.InputRequests, err = decodeInputRequests(d.InputRequests, t.Tool, t.ID); err != nil {
-			return nil, invalidResult(k.method, "%v", err)
+			return nil, invalidResult(method, "%v", err)
 		}
 	case task.Completed:
 		if len(d.Result) == 0 {
-			return nil, invalidResult(k.method, "completed task %s has no result", t.ID)
+			return nil, invalidResult(method, "completed task %s has no result", t.ID)
 		}
 		st.RawResult = d.Result
 		var r mcp.CallToolResult
 		if err := json.Unmarshal(d.Result, &r); err != nil {
-			return nil, invalidResult(k.method, "task %s result: %v", t.ID, err)
+			return nil, invalidResult(method, "task %s result: %v", t.ID, err)
 		}
 		st.Result = &r
 	case task.Failed:
@@ -281,145 +288,6 @@ func (t *Task) Cancel(ctx context.Context) error {
 	return completeResult(k.method, raw, &struct{}{})
 }
 
-// Wait polls the task until it ends and returns its result. It waits
-// pollIntervalMs between polls, as the latest status says (clamped by
-// Options.MinPollInterval and MaxPollInterval, Options.DefaultPollInterval
-// when absent). Each new input request is passed to the InputHandler once
-// and its answer sent with tasks/update.
-//
-// A completed task returns its result, which may have IsError set. A
-// failed or cancelled task returns a *[TaskError]; input without an
-// InputHandler an *[InputRequiredError]; an unknown or expired task an
-// error matching [ErrInvalidParams]. Transient errors (transport, HTTP
-// 5xx, -32603) are retried up to Options.MaxConsecutiveFailures in a row.
-func (t *Task) Wait(ctx context.Context) (*mcp.CallToolResult, error) {
-	timer := time.NewTimer(t.firstDelay(time.Now()))
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-timer.C:
-		}
-		o := t.step(ctx)
-		if o.done {
-			return o.result, o.err
-		}
-		timer.Reset(o.next)
-	}
-}
-
-// stepOutcome is the outcome of one polling round.
-type stepOutcome struct {
-	done   bool
-	result *mcp.CallToolResult
-	err    error
-	next   time.Duration // when not done: the wait before the next round
-}
-
-// step polls once: tasks/get, then input handling for input_required.
-func (t *Task) step(ctx context.Context) stepOutcome {
-	st, err := t.Get(ctx)
-	if err != nil {
-		return t.failure(ctx, err)
-	}
-	t.mu.Lock()
-	t.fails = 0
-	t.mu.Unlock()
-	switch st.Status {
-	case task.Completed:
-		return stepOutcome{done: true, result: st.Result}
-	case task.Failed:
-		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage, Err: st.Error}}
-	case task.Cancelled:
-		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage}}
-	case task.InputRequired:
-		if err := t.handleInput(ctx, st); err != nil {
-			return t.failure(ctx, err)
-		}
-	}
-	return stepOutcome{next: t.c.interval(st)}
-}
-
-// failure ends the wait, unless err is transient and the budget of
-// consecutive failures is not spent.
-func (t *Task) failure(ctx context.Context, err error) stepOutcome {
-	if ctx.Err() != nil || !transient(err) {
-		return stepOutcome{done: true, err: err}
-	}
-	t.mu.Lock()
-	t.fails++
-	n, last := t.fails, t.last
-	t.mu.Unlock()
-	if n >= t.c.opts.MaxConsecutiveFailures {
-		return stepOutcome{done: true, err: fmt.Errorf("task %s: %d failures in a row: %w", t.ID, n, err)}
-	}
-	t.c.log.Warn("polling a task failed; retrying", "task", t.ID, "attempt", n, "err", err)
-	return stepOutcome{next: t.c.interval(last)}
-}
-
-// handleInput answers the keys of st not answered before, then sends the
-// answers not yet delivered.
-func (t *Task) handleInput(ctx context.Context, st *TaskStatus) error {
-	t.inputMu.Lock()
-	defer t.inputMu.Unlock()
-	pending := map[string]json.RawMessage{}
-	missing := map[string]*InputRequest{}
-	for _, key := range sortedKeys(st.InputRequests) {
-		t.mu.Lock()
-		a, have := t.answers[key]
-		sent := t.sent[key]
-		t.mu.Unlock()
-		if sent {
-			continue // the server has not caught up with the update yet
-		}
-		if !have {
-			if t.c.opts.InputHandler == nil {
-				missing[key] = st.InputRequests[key]
-				continue
-			}
-			var err error
-			if a, err = t.c.answer(ctx, key, st.InputRequests[key]); err != nil {
-				return fmt.Errorf("task %s: %w", t.ID, err)
-			}
-			t.mu.Lock()
-			t.answers[key] = a
-			t.mu.Unlock()
-		}
-		pending[key] = a
-	}
-	if len(pending) > 0 {
-		if err := t.update(ctx, pending); err != nil {
-			return err
-		}
-	}
-	if len(missing) > 0 {
-		return &InputRequiredError{TaskID: t.ID, Requests: missing}
-	}
-	return nil
-}
-
-// interval is the wait before the next poll after st.
-func (c *Client) interval(st *TaskStatus) time.Duration {
-	d := c.opts.DefaultPollInterval
-	if st != nil && st.PollIntervalMs != nil && *st.PollIntervalMs > 0 {
-		d = time.Duration(*st.PollIntervalMs) * time.Millisecond
-	}
-	return min(max(d, c.opts.MinPollInterval), c.opts.MaxPollInterval)
-}
-
-// firstDelay is the wait before the first poll of a wait starting at now:
-// one interval after the last status seen, or none.
-func (t *Task) firstDelay(now time.Time) time.Duration {
-	t.mu.Lock()
-	last := t.last
-	t.mu.Unlock()
-	if last == nil {
-		return 0
-	}
-	return max(0, last.seenAt.Add(t.c.interval(last)).Sub(now))
-}
-
 // record writes a status change (st) or newly answered keys to the
 // Journal entry of the task, if the journal has one.
 func (t *Task) record(ctx context.Context, st *TaskStatus, answered []string) {
@@ -429,18 +297,7 @@ func (t *Task) record(ctx context.Context, st *TaskStatus, answered []string) {
 	}
 	t.recordMu.Lock()
 	defer t.recordMu.Unlock()
-	if !t.entryLoaded {
-		e, ok, err := j.Load(ctx, t.ServerURL, t.ID)
-		if err != nil {
-			t.c.log.Warn("journal: load", "task", t.ID, "err", err)
-			return
-		}
-		t.entryLoaded = true
-		if ok {
-			t.entry = &e
-		}
-	}
-	if t.entry == nil {
+	if !t.loadEntry(ctx) {
 		return
 	}
 	e := *t.entry
@@ -463,4 +320,39 @@ func (t *Task) record(ctx context.Context, st *TaskStatus, answered []string) {
 		return
 	}
 	t.entry = &e
+}
+
+// loadEntry reads the task's Journal entry once, and takes the input keys
+// it says were answered (by this program before a restart, or by another
+// one such as "mcptasks answer") as delivered. It reports whether the
+// entry is known; the caller holds recordMu.
+func (t *Task) loadEntry(ctx context.Context) bool {
+	j := t.c.opts.Journal
+	if j == nil {
+		return false
+	}
+	if !t.entryLoaded {
+		e, ok, err := j.Load(ctx, t.ServerURL, t.ID)
+		if err != nil {
+			t.c.log.Warn("journal: load", "task", t.ID, "err", err)
+			return false
+		}
+		t.entryLoaded = true
+		if ok {
+			t.entry = &e
+			t.mu.Lock()
+			for _, k := range e.AnsweredKeys {
+				t.sent[k] = true
+			}
+			t.mu.Unlock()
+		}
+	}
+	return t.entry != nil
+}
+
+// answeredBefore loads the journal's answered keys, if not done yet.
+func (t *Task) answeredBefore(ctx context.Context) {
+	t.recordMu.Lock()
+	defer t.recordMu.Unlock()
+	t.loadEntry(ctx)
 }

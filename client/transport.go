@@ -115,6 +115,11 @@ func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
 	for name, v := range k.extra {
 		h.Set(name, v)
 	}
+	if c.opts.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.RequestTimeout)
+		defer cancel()
+	}
 	res, _, err := c.exchange(ctx, k.method, id, body, h, nil)
 	return res, err
 }
@@ -211,7 +216,7 @@ func (c *Client) readReply(resp *http.Response, id int64, method string, onReque
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "text/event-stream":
-		return c.readSSE(resp.Body, id, method, onRequest)
+		return c.readSSE(resp.Body, id, method, onRequest, nil)
 	case "application/json":
 		b, err := readLimited(resp.Body, c.opts.MaxReplyBytes)
 		if err != nil {
@@ -237,8 +242,12 @@ func (c *Client) readReply(resp *http.Response, id int64, method string, onReque
 }
 
 // readSSE reads events until the response to id. Requests of the server
-// go to onRequest; without one they are ignored.
-func (c *Client) readSSE(body io.Reader, id int64, method string, onRequest func(*message)) (*message, error) {
+// go to onRequest; without one they are ignored. Notifications go to
+// onNote, or Options.OnNotification if it is nil.
+func (c *Client) readSSE(body io.Reader, id int64, method string, onRequest func(*message), onNote func(method string, params json.RawMessage)) (*message, error) {
+	if onNote == nil {
+		onNote = c.opts.OnNotification
+	}
 	terr := func(err error) error { return &TransportError{Method: method, URL: c.url, Err: err} }
 	br := bufio.NewReader(body)
 	var data bytes.Buffer
@@ -259,8 +268,8 @@ func (c *Client) readSSE(body io.Reader, id int64, method string, onRequest func
 			}
 			c.log.Warn("ignoring a response to another request", "method", method, "id", string(m.ID))
 		case m.Method != "" && m.ID == nil:
-			if c.opts.OnNotification != nil {
-				c.opts.OnNotification(m.Method, m.Params)
+			if onNote != nil {
+				onNote(m.Method, m.Params)
 			}
 		case onRequest != nil && m.Method != "":
 			onRequest(&m)

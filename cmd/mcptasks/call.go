@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/mcptasks/mcptasks/client"
@@ -38,6 +38,10 @@ Arguments are key=value pairs set over the JSON object of --args. A value that
 parses as JSON is that JSON (rows=5 is a number, force=true a boolean,
 tags='["a","b"]' an array); anything else is a string (name=Ada). Quote a
 JSON string to keep digits a string: id='"007"'.
+
+Changes show as they happen: by the server's notifications/tasks when it
+offers them (subscriptions/listen), else by polling tasks/get as its
+pollIntervalMs says.
 
 On a terminal (stdout is one), a status line shows the task's status and
 status message, questions of the server (elicitation forms) are asked one
@@ -91,46 +95,39 @@ func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error
 	defer con.close()
 	out := newOutput(s, human)
 	defer out.close()
-	var input client.InputHandler
-	if con.prompter != nil {
-		input = con.mrtrHandler(out)
-	}
-	c := f.newClient(endpoint, j, input, f.protocol)
+	c := f.newClient(endpoint, j, f.protocol)
+	fw := &follower{out: out, con: con, hints: func(t *client.Task, journaled bool) (string, string) {
+		return f.hint("wait", t.ID, endpoint, journaled), f.flagsHint(endpoint, journaled)
+	}}
 
 	out.calling(tool)
-	callCtx, cancel := context.WithCancel(con.ctx)
-	stopWatch := con.watchInterrupt(cancel)
-	res, err := c.CallTool(callCtx, tool, arguments)
-	hit := stopWatch()
-	cancel()
-	if res == nil || res.Task == nil {
-		var ire *client.InputRequiredError
-		switch {
-		case err == nil:
-			return out.result(nil, res.Result, nil)
-		case hit || interrupted(err) || con.ctx.Err() != nil:
-			return &exitError{code: exitTaskCancelled, err: errors.New("interrupted before the call became a task")}
-		case errors.As(err, &ire):
-			out.inputRequired(nil, ire.Requests, "mcptasks: the server asks for input before it starts the call, and stdin is not a terminal; run the call on a terminal\n")
-			return exitWith(exitInputRequired)
-		}
-		return err
-	}
-	t := res.Task
-	journaled := err == nil
-	if err != nil {
-		out.warn("%v; the task runs anyway", err)
-	}
-	fw := &follower{
-		t: t, out: out, con: con, answered: map[string]bool{},
-		waitHint:    f.hint("wait", t.ID, endpoint, journaled),
-		answerExtra: f.flagsHint(endpoint, journaled),
-	}
 	if f.detach {
-		out.status(t, t.Last())
-		return out.detached(t, fw.waitHint)
+		return fw.detach(c, tool, arguments)
 	}
-	return fw.run()
+	return fw.run(func(ctx context.Context, opts ...client.WaitOption) (*mcp.CallToolResult, error) {
+		return c.CallAndWait(ctx, tool, arguments, opts...)
+	})
+}
+
+// detach makes the call and, once it is a task, leaves it running (exit
+// 6); a call the server answers at once prints its result.
+func (f *follower) detach(c *client.Client, tool string, arguments any) error {
+	ctx, cancel := context.WithCancel(f.con.ctx)
+	defer cancel()
+	stopWatch := f.con.watchInterrupt(cancel)
+	res, err := c.CallTool(ctx, tool, arguments)
+	hit := stopWatch()
+	if res != nil && res.Task != nil {
+		f.onTask(res.Task, err)
+		f.out.status(f.t, f.t.Last())
+		return f.out.detached(f.t, f.waitHint)
+	}
+	var result *mcp.CallToolResult
+	if res != nil {
+		result = res.Result
+	}
+	_, err = f.outcome(result, err, hit || interrupted(err))
+	return err
 }
 
 // hint is the command line of the client command cmd on task id.

@@ -388,11 +388,12 @@ func TestCLI_Cancel(t *testing.T) {
 		t.Fatalf("the detached task is %v, want working", got["status"])
 	}
 
-	ev := cliEvents(t, cliMust(t, exitOK, journal, "cancel", "--", id))[0]
+	// Flags after "--" are flags: the hints print ids after it.
+	ev := cliEvents(t, cliMust(t, exitOK, journal, "cancel", "--", id, "--json"))[0]
 	if ev["type"] != "cancel_requested" || ev["taskId"] != id {
 		t.Errorf("cancel printed %v", ev)
 	}
-	out, errOut, code = cliRun(t, journal, "wait", "--", id)
+	out, errOut, code = cliRun(t, journal, "wait", "--", id, "--json")
 	if code != exitTaskCancelled {
 		t.Fatalf("wait: exit %d, want %d\n%s\n%s", code, exitTaskCancelled, out, errOut)
 	}

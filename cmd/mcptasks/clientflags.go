@@ -72,21 +72,19 @@ func (f *clientFlags) openJournal() (client.Journal, error) {
 	return client.FileJournal(p), nil
 }
 
-// newClient returns a client of url that declares form elicitation
-// whether or not it can prompt: a task's questions can be answered later
-// with "mcptasks answer". input answers MRTR rounds (nil: none). protocol
-// is the MCP revision to speak ("" finds it out: 2026-07-28, or the
-// 2025-11-25 tasks of servers that have only those).
-func (f *clientFlags) newClient(url string, j client.Journal, input client.InputHandler, protocol string) *client.Client {
+// newClient returns a client of url. It declares form elicitation (the
+// client's default) whether or not it can prompt: a task's questions can
+// be answered later with "mcptasks answer"; the commands that wait give
+// their prompts to each wait (client.WithInputHandler). protocol is the
+// MCP revision to speak ("" finds it out: 2026-07-28, or the 2025-11-25
+// tasks of servers that have only those).
+func (f *clientFlags) newClient(url string, j client.Journal, protocol string) *client.Client {
 	return client.New(url, &client.Options{
 		ProtocolVersion: protocol,
 		Token:           f.tokenValue(),
 		Journal:         j,
-		InputHandler:    input,
 		ClientInfo:      &mcp.Implementation{Name: "mcptasks", Version: version},
-		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
-		},
+		RequestTimeout:  requestTimeout,
 	})
 }
 
@@ -153,7 +151,7 @@ func (f *clientFlags) openTask(ctx context.Context, id string) (*client.Task, *c
 		// A task is served in the revision that created it.
 		protocol = cmp.Or(entry.Protocol, client.ProtocolVersion)
 	}
-	return taskOf(f.newClient(endpoint, j, nil, protocol), id, entry), entry, nil
+	return taskOf(f.newClient(endpoint, j, protocol), id, entry), entry, nil
 }
 
 // taskOf returns the handle of task id (its full id and tool from the

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/mcptasks/mcptasks/client"
@@ -21,9 +23,17 @@ type console struct {
 	ctx context.Context
 	// prompter asks questions; nil when stdin is not a terminal.
 	prompter *term.Prompter
-	// intr receives a value for each Ctrl-C (nil when not a terminal).
+	// intr receives a value for each Ctrl-C that no watchInterrupt takes
+	// (nil when not a terminal): the prompter's.
 	intr chan struct{}
 	stop func()
+
+	mu sync.Mutex
+	// onIntr is the Ctrl-C action of the current watchInterrupt (nil:
+	// none); prompting counts the questions open, during which Ctrl-C
+	// goes to the prompt instead.
+	onIntr    func()
+	prompting int
 }
 
 // newConsole sets up the console of streams s. Prompts go to stdout for a
@@ -45,6 +55,19 @@ func newConsole(parent context.Context, s *streams, human bool) *console {
 		for {
 			select {
 			case <-sigc:
+				c.mu.Lock()
+				f := c.onIntr
+				if c.prompting > 0 {
+					f = nil
+				}
+				if f != nil {
+					c.onIntr = nil
+				}
+				c.mu.Unlock()
+				if f != nil {
+					f()
+					continue
+				}
 				select {
 				case c.intr <- struct{}{}:
 				default: // one pending Ctrl-C is enough
@@ -67,26 +90,25 @@ func newConsole(parent context.Context, s *streams, human bool) *console {
 
 func (c *console) close() { c.stop() }
 
-// watchInterrupt cancels a request's context on Ctrl-C until the returned
-// function is called; that function reports whether it did.
+// watchInterrupt cancels a wait's context on Ctrl-C until the returned
+// function is called; that function reports whether it did. A Ctrl-C
+// while a question is open (see inputHandler) goes to the question.
 func (c *console) watchInterrupt(cancel context.CancelFunc) func() bool {
 	if c.intr == nil {
 		return func() bool { return false }
 	}
-	done := make(chan struct{})
-	hit := make(chan bool, 1)
-	go func() {
-		select {
-		case <-c.intr:
-			cancel()
-			hit <- true
-		case <-done:
-			hit <- false
-		}
-	}()
+	var hit atomic.Bool
+	c.mu.Lock()
+	c.onIntr = func() {
+		hit.Store(true)
+		cancel()
+	}
+	c.mu.Unlock()
 	return func() bool {
-		close(done)
-		return <-hit
+		c.mu.Lock()
+		c.onIntr = nil
+		c.mu.Unlock()
+		return hit.Load()
 	}
 }
 
@@ -102,10 +124,27 @@ func (c *console) elicit(ctx context.Context, key string, req *client.InputReque
 	return c.prompter.Elicit(ctx, e)
 }
 
-// mrtrHandler answers the input rounds of a tools/call (MRTR) with
-// prompts, with the status line out of the way.
-func (c *console) mrtrHandler(out *output) client.InputHandler {
+// inputHandler answers the questions of a call's input rounds (MRTR) and
+// of its task with prompts, with the status line out of the way; nil when
+// there is no terminal to ask on. A request that is not a form ends the
+// wait with an *client.InputRequiredError, to be answered with "mcptasks
+// answer --json".
+func (c *console) inputHandler(out *output) client.InputHandler {
+	if c.prompter == nil {
+		return nil
+	}
 	return client.InputHandlerFunc(func(ctx context.Context, key string, req *client.InputRequest) (any, error) {
+		if req.Method != client.MethodElicit {
+			return nil, &client.InputRequiredError{TaskID: req.TaskID, Requests: map[string]*client.InputRequest{key: req}}
+		}
+		c.mu.Lock()
+		c.prompting++
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.prompting--
+			c.mu.Unlock()
+		}()
 		out.pause()
 		defer out.resume()
 		return c.elicit(ctx, key, req)

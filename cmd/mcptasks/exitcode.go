@@ -117,19 +117,70 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 }
 
 // withUsageHint makes cobra's argument and flag errors of cmd end like
-// the command's own usage errors: with a hint at --help.
+// the command's own usage errors: with a hint at --help. It also takes
+// the command's flags that follow "--" (see flagsAfterDash).
 func withUsageHint(cmd *cobra.Command) *cobra.Command {
 	hint := func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, c.Name())
 	}
-	if args := cmd.Args; args != nil {
-		cmd.Args = func(c *cobra.Command, a []string) error {
-			if err := args(c, a); err != nil {
+	var positional []string // the arguments, once the flags after "--" are out
+	args := cmd.Args
+	cmd.Args = func(c *cobra.Command, a []string) error {
+		var err error
+		if positional, err = flagsAfterDash(c, a); err != nil {
+			return hint(c, err)
+		}
+		if args != nil {
+			if err := args(c, positional); err != nil {
 				return hint(c, err)
 			}
-			return nil
+		}
+		return nil
+	}
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, a []string) error {
+			if positional == nil {
+				positional = a
+			}
+			return run(c, positional)
 		}
 	}
 	cmd.SetFlagErrorFunc(hint)
 	return cmd
+}
+
+// flagsAfterDash sets the flags of c that follow "--" in args and returns
+// the other arguments: "--" protects task ids that start with a dash
+// ("mcptasks cancel -- -Xf3… --json"), not the flags typed after them. Only
+// "--NAME" and "--NAME=VALUE" of a flag c defines count as flags there;
+// anything else after "--" stays an argument.
+func flagsAfterDash(c *cobra.Command, args []string) ([]string, error) {
+	dash := c.ArgsLenAtDash()
+	if dash < 0 {
+		return args, nil
+	}
+	out := slices.Clone(args[:dash])
+	for i := dash; i < len(args); i++ {
+		a := args[i]
+		name, value, hasValue := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		fl := c.Flags().Lookup(name)
+		if !strings.HasPrefix(a, "--") || name == "" || fl == nil {
+			out = append(out, a)
+			continue
+		}
+		switch {
+		case hasValue:
+		case fl.NoOptDefVal != "":
+			value = fl.NoOptDefVal
+		case i+1 < len(args):
+			i++
+			value = args[i]
+		default:
+			return nil, fmt.Errorf("flag needs an argument: --%s", name)
+		}
+		if err := c.Flags().Set(name, value); err != nil {
+			return nil, fmt.Errorf("invalid argument %q for --%s: %w", value, name, err)
+		}
+	}
+	return out, nil
 }

@@ -5,210 +5,147 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcptasks/mcptasks/client"
 	"github.com/mcptasks/mcptasks/internal/term"
-	"github.com/mcptasks/mcptasks/task"
 )
 
-// maxPollFailures is how many transient polling errors in a row end a
-// wait.
-const maxPollFailures = client.DefaultMaxConsecutiveFails
-
-// requestTimeout bounds one tasks/* request (a poll, an answer, a
-// cancel), so that a server that stops answering cannot hang a command; a
-// poll that times out is retried like any transient failure.
+// requestTimeout bounds one request (a poll, an answer, a cancel), so that
+// a server that stops answering cannot hang a command; a poll that times
+// out is retried like any transient failure (client.Options.RequestTimeout).
 const requestTimeout = 30 * time.Second
 
-// follower follows one task to its end for call and wait: it polls
-// tasks/get as the server's pollIntervalMs says, reports each status
-// change, asks the person for input (or stops with exit 7 when it cannot),
-// and on Ctrl-C asks whether to detach or cancel.
-//
-// It polls itself rather than calling Task.Wait so that every status
-// change is seen and a question can be interrupted.
+// waitFunc is a wait of the client package: Client.CallAndWait bound to
+// its call, or Task.Wait.
+type waitFunc func(ctx context.Context, opts ...client.WaitOption) (*mcp.CallToolResult, error)
+
+// follower follows one call or task to its end for call and wait, through
+// the client's waits: each status change is shown as it happens (pushed by
+// the server's notifications/tasks, or polled), questions are asked on the
+// terminal (or end the command with exit 7 when they cannot be), and a
+// Ctrl-C asks whether to detach, cancel or keep waiting.
 type follower struct {
-	t   *client.Task
+	t   *client.Task // nil until the call is a task
 	out *output
 	con *console
-	// answered are the input keys answered before (journal) or here.
-	answered map[string]bool
-	// waitHint is the command that comes back to the task; answerExtra
-	// the flags an "mcptasks answer" line needs.
+	// hints builds the command that comes back to the task and the
+	// flags an "mcptasks answer" line needs, once the task is known.
+	hints func(t *client.Task, journaled bool) (waitHint, answerExtra string)
+
 	waitHint, answerExtra string
-
-	cancelling bool // tasks/cancel was sent: ask nothing more
+	cancelling            bool // tasks/cancel was sent: ask nothing more
 }
 
-func (f *follower) run() error {
-	ctx := f.con.ctx
-	var delay time.Duration
-	if last := f.t.Last(); last != nil {
-		f.out.status(f.t, last)
-		delay = pollInterval(last)
+// onTask takes the task a call became.
+func (f *follower) onTask(t *client.Task, journalErr error) {
+	f.t = t
+	if journalErr != nil {
+		f.out.warn("%v; the task runs anyway", journalErr)
 	}
-	timer := time.NewTimer(delay)
-	defer timer.Stop()
-	fails := 0
+	f.waitHint, f.answerExtra = f.hints(t, journalErr == nil)
+}
+
+// run waits with wait until the end, and again after each Ctrl-C that
+// does not detach.
+func (f *follower) run(wait waitFunc) error {
 	for {
-		select {
-		case <-ctx.Done():
-			return f.out.detached(f.t, f.waitHint)
-		case <-f.con.intr:
-			if err := f.interrupted(ctx); err != nil {
-				return err
-			}
-			if f.cancelling {
-				timer.Reset(0)
-			}
-			continue
-		case <-timer.C:
+		opts := []client.WaitOption{
+			client.OnStatus(func(st *client.TaskStatus) {
+				if f.t != nil {
+					f.out.status(f.t, st)
+				}
+			}),
+			client.WithInputHandler(f.con.inputHandler(f.out)),
 		}
-		gctx, cancel := context.WithTimeout(ctx, requestTimeout)
-		st, err := f.t.Get(gctx)
+		if f.t == nil {
+			opts = append(opts, client.OnTask(f.onTask))
+		}
+		if f.cancelling {
+			opts = append(opts, client.ManualInput())
+		}
+		ctx, cancel := context.WithCancel(f.con.ctx)
+		stopWatch := f.con.watchInterrupt(cancel)
+		res, err := wait(ctx, opts...)
+		hit := stopWatch()
 		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return f.out.detached(f.t, f.waitHint)
-			}
-			if fails++; transient(err) && fails < maxPollFailures {
-				f.out.warn("polling task %s failed, retrying: %v", f.t.ID, err)
-				timer.Reset(pollInterval(f.t.Last()))
-				continue
-			}
-			return explainTaskError(f.t.ID, err)
+		if f.t != nil {
+			wait = f.t.Wait
 		}
-		fails = 0
-		f.out.status(f.t, st)
-		switch st.Status {
-		case task.Completed:
-			return f.out.result(f.t, st.Result, st.RawResult)
-		case task.Failed, task.Cancelled:
-			return f.out.ended(f.t, st)
-		case task.InputRequired:
-			if err := f.input(ctx, st); err != nil {
-				return err
-			}
-		}
-		timer.Reset(pollInterval(st))
-	}
-}
-
-// input answers the requests of st not answered before: with prompts on a
-// terminal, or else by printing them and ending with exit 7.
-func (f *follower) input(ctx context.Context, st *client.TaskStatus) error {
-	if f.cancelling {
-		return nil
-	}
-	pending := map[string]*client.InputRequest{}
-	askable := true
-	for k, r := range st.InputRequests {
-		if !f.answered[k] {
-			pending[k] = r
-			askable = askable && r.Method == client.MethodElicit
-		}
-	}
-	if len(pending) == 0 {
-		return nil
-	}
-	if f.con.prompter == nil || !askable {
-		f.out.inputRequired(f.t, pending, "mcptasks: task "+f.t.ID+" needs input and cannot ask it here. Answer with:\n"+
-			answerHint(f.t.ID, pending, f.answerExtra)+"then follow the task with: "+f.waitHint+"\n")
-		return exitWith(exitInputRequired)
-	}
-	f.out.pause()
-	defer f.out.resume()
-	answers := map[string]any{}
-	keys := sortedKeys(pending)
-	for _, k := range keys {
-		a, err := f.con.elicit(ctx, k, pending[k])
-		if interrupted(err) {
-			return f.choose(ctx)
-		}
-		if err != nil {
+		done, err := f.outcome(res, err, hit || interrupted(err))
+		if done {
 			return err
 		}
-		answers[k] = a
 	}
-	uctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	if err := f.t.Update(uctx, answers); err != nil {
-		// The task may have ended meanwhile, or the server refused the
-		// answers: the next poll tells, and asks again if need be.
-		f.out.warn("sending the answers failed: %v", err)
-		return nil
-	}
-	for _, k := range keys {
-		f.answered[k] = true
-	}
-	f.out.note("answer sent")
-	return nil
 }
 
-// interrupted handles a Ctrl-C while no question is open.
-func (f *follower) interrupted(ctx context.Context) error {
-	f.out.pause()
-	defer f.out.resume()
-	return f.choose(ctx)
+// outcome turns what a wait returned into the command's end (done), or
+// into waiting again after a Ctrl-C (interrupted) that did not detach.
+func (f *follower) outcome(res *mcp.CallToolResult, err error, interrupt bool) (done bool, _ error) {
+	var ire *client.InputRequiredError
+	var te *client.TaskError
+	switch {
+	case err == nil:
+		var raw []byte
+		if f.t != nil {
+			if last := f.t.Last(); last != nil {
+				raw = last.RawResult
+			}
+		}
+		return true, f.out.result(f.t, res, raw)
+	case f.t == nil && (interrupt || f.con.ctx.Err() != nil):
+		return true, &exitError{code: exitTaskCancelled, err: errors.New("interrupted before the call became a task")}
+	case f.t == nil && errors.As(err, &ire):
+		f.out.inputRequired(nil, ire.Requests, "mcptasks: the server asks for input before it starts the call, and cannot ask it here; run the call on a terminal\n")
+		return true, exitWith(exitInputRequired)
+	case f.t == nil:
+		return true, err
+	case errors.As(err, &te):
+		return true, f.out.ended(f.t, f.t.Last())
+	case errors.As(err, &ire):
+		f.out.inputRequired(f.t, ire.Requests, "mcptasks: task "+f.t.ID+" needs input and cannot ask it here. Answer with:\n"+
+			answerHint(f.t.ID, ire.Requests, f.answerExtra)+"then follow the task with: "+f.waitHint+"\n")
+		return true, exitWith(exitInputRequired)
+	case interrupt && f.con.ctx.Err() == nil:
+		return f.choose(f.con.ctx)
+	case f.con.ctx.Err() != nil:
+		return true, f.out.detached(f.t, f.waitHint)
+	}
+	return true, explainTaskError(f.t.ID, err)
 }
 
 var interruptChoices = []term.Choice{{Key: "d", Label: "detach"}, {Key: "c", Label: "cancel"}, {Key: "w", Label: "wait"}}
 
-// choose asks what a Ctrl-C meant: detach (returns the detached outcome),
-// cancel (sends tasks/cancel and keeps waiting for the end) or keep
-// waiting. A second Ctrl-C, or the end of input, detaches.
-func (f *follower) choose(ctx context.Context) error {
+// choose asks what a Ctrl-C meant: detach (the command ends, the task
+// keeps running), cancel (sends tasks/cancel and keeps waiting for the
+// end) or keep waiting. A second Ctrl-C, or the end of input, detaches.
+func (f *follower) choose(ctx context.Context) (done bool, _ error) {
+	f.out.pause()
+	defer f.out.resume()
 	k, err := f.con.prompter.Choose(ctx, "\nTask "+f.t.ID+" is still running. Detach (it keeps running), cancel it, or wait?", interruptChoices, "w")
 	switch {
 	case interrupted(err), errors.Is(err, io.EOF):
 		k = "d"
 	case err != nil:
-		return err
+		return true, err
 	}
 	switch k {
 	case "d":
-		return f.out.detached(f.t, f.waitHint)
+		return true, f.out.detached(f.t, f.waitHint)
 	case "c":
 		cctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		if err := f.t.Cancel(cctx); err != nil {
 			f.out.warn("cancel: %v", err)
-			return nil
+			return false, nil
 		}
 		f.cancelling = true
 		f.out.note("cancelling…")
 	}
-	return nil
-}
-
-// pollInterval is the wait before the next poll after st: its
-// pollIntervalMs, clamped as the client package does.
-func pollInterval(st *client.TaskStatus) time.Duration {
-	d := client.DefaultPollInterval
-	if st != nil && st.PollIntervalMs != nil && *st.PollIntervalMs > 0 {
-		d = time.Duration(*st.PollIntervalMs) * time.Millisecond
-	}
-	return min(max(d, client.DefaultMinPollInterval), client.DefaultMaxPollInterval)
-}
-
-// transient reports whether a polling error is worth retrying:
-// transport failures, HTTP 5xx and 429, and -32603.
-func transient(err error) bool {
-	var he *client.HTTPError
-	var re *client.Error
-	var te *client.TransportError
-	switch {
-	case errors.As(err, &he):
-		return he.StatusCode >= 500 || he.StatusCode == http.StatusTooManyRequests
-	case errors.As(err, &re):
-		return re.Code == client.CodeInternalError || re.HTTPStatus == http.StatusTooManyRequests
-	case errors.As(err, &te):
-		return !errors.Is(err, client.ErrReplyTooLarge)
-	}
-	return false
+	return false, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

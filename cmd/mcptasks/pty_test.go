@@ -206,3 +206,26 @@ func TestPTY_Interrupt(t *testing.T) {
 		})
 	}
 }
+
+// TestPTY_InterruptQuestion presses Ctrl-C while a question is open: the
+// question, not the wait, takes it and asks what it meant; after "wait" the
+// question is asked again, and its answer leads to the result.
+func TestPTY_InterruptQuestion(t *testing.T) {
+	t.Parallel()
+	p := cliServer(t, "200ms")
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	c := startPTY(t, journal, "call", p.url, "confirm_delete", "filename=x.txt")
+	c.expect("Ctrl-C to detach or cancel.")
+	c.expect("? Delete x.txt?")
+	c.expect("confirm [y/n]: ")
+	c.send("\x03")
+	c.expect("Detach (it keeps running), cancel it, or wait? [d]etach, [c]ancel, [w]ait [w]: ")
+	c.send("w\r")
+	c.expect("confirm [y/n]: ")
+	c.send("y\r")
+	c.expect("✓ completed in ")
+	c.expect("Deleted x.txt")
+	if code := c.exitCode(); code != exitOK {
+		t.Errorf("exit %d, want 0", code)
+	}
+}

@@ -48,16 +48,9 @@ func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
 	defer con.close()
 	out := newOutput(s, human)
 	defer out.close()
-	answered := map[string]bool{}
-	if entry != nil {
-		for _, k := range entry.AnsweredKeys {
-			answered[k] = true
-		}
-	}
-	fw := &follower{
-		t: t, out: out, con: con, answered: answered,
+	fw := &follower{t: t, out: out, con: con,
 		waitHint:    f.hint("wait", t.ID, t.ServerURL, entry != nil),
 		answerExtra: f.flagsHint(t.ServerURL, entry != nil),
 	}
-	return fw.run()
+	return fw.run(t.Wait)
 }
