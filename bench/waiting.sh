@@ -2,18 +2,18 @@
 # Measures a default `mcptasks serve` (workers on, the demo tools running)
 # beside N tasks that wait for input: confirm_delete asks at once, and after
 # --suspend-after (5 s by default) each task is suspended. Reports the
-# server's RSS, goroutines and idle CPU over IDLE seconds; then, with them
-# waiting, tasks/get and task-creating tools/call of confirm_delete against
-# the plain net/http baseline in the same run (medians of ROUNDS rounds);
-# then SIGTERM (the drain time) and a restart beside them (RSS, goroutines,
-# idle CPU, claims).
+# server's RSS, goroutines and idle CPU over IDLE seconds; SIGTERM (the
+# drain time) and a restart beside them (RSS, goroutines, idle CPU, claims
+# and heartbeats); then, with them waiting, tasks/get and task-creating
+# tools/call of confirm_delete against the plain net/http baseline in the
+# same run (medians of ROUNDS rounds).
 #
 # Usage: bench/waiting.sh N [sqlite|postgres]   (default 10000 sqlite)
 # Environment: IDLE (seconds, default 30), ROUNDS (default 3), DUR (of a
 # round, default 10s), C (concurrency, default 16).
-# Needs: go, jq, curl, psql (postgres). Ports 18221-18222 on 127.0.0.1. The
-# tasks are made through the server (`mcptasks bench --mode create`), as
-# clients make them: no SQL fill.
+# Needs: go, jq, curl, psql (postgres). Ports 18221 and 18222 on 127.0.0.1
+# (or PORT and PLAIN_PORT). The tasks are made through the server
+# (`mcptasks bench --mode create`), as clients make them: no SQL fill.
 set -euo pipefail
 n=${1:-10000}
 kind=${2:-sqlite}
@@ -28,7 +28,7 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 (cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
 m="$work/mcptasks"
-port=18221
+port=${PORT:-18221}
 base=http://127.0.0.1:$port
 
 case $kind in
@@ -48,6 +48,7 @@ serve() { # the default serve, as a new user runs it
   timeout 30 bash -c "until curl -s -o /dev/null $base/mcp; do sleep 0.1; done"
 }
 metric() { curl -s "$base/metrics" | awk -v k="$1" '$1 == k {s += $2} END {print s+0}'; }
+metric_sum() { curl -s "$base/metrics" | awk -v k="$1" 'index($1, k "{") == 1 || $1 == k {s += $2} END {print s+0}'; }
 rss_mib() { awk '/VmRSS/ {printf "%d", $2/1024}' /proc/$pid/status; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$pid/stat; }
 idle_cpu() { # percent of one core over $idle seconds
@@ -68,12 +69,22 @@ timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptask
 echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
 report "$n waiting (suspended)"
 
-# Throughput with them waiting, against the plain net/http baseline.
-"$m" bench baseline plain --listen 127.0.0.1:18222 >"$work/plain.log" 2>&1 &
+# SIGTERM beside them, and a restart beside them.
+t0=$(date +%s%N)
+kill -TERM "$pid"; wait "$pid" || true
+echo "SIGTERM to exit: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+serve
+sleep 10
+report "restarted beside them"
+echo "claims by the restarted server: $(metric_sum mcptasks_tasks_claimed_total), heartbeat calls: $(metric 'mcptasks_store_op_duration_seconds_count{op="heartbeat"}')"
+
+# Throughput with them waiting, against the plain net/http baseline (the
+# created tasks ask too, and are suspended after 5 s).
+"$m" bench baseline plain --listen 127.0.0.1:${PLAIN_PORT:-18222} >"$work/plain.log" 2>&1 &
 pids+=($!)
-timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:18222/mcp; do sleep 0.1; done"
+timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:${PLAIN_PORT:-18222}/mcp; do sleep 0.1; done"
 for r in $(seq "$rounds"); do
-  "$m" bench http://127.0.0.1:18222/mcp --mode call --tool greet --args '{"name":"x"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "plain"}'
+  "$m" bench http://127.0.0.1:${PLAIN_PORT:-18222}/mcp --mode call --tool greet --args '{"name":"x"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "plain"}'
   "$m" bench "$base/mcp" --mode get --tasks 1000 -c "$c" -d "$dur" --json | jq -c '. + {name: "get"}'
   "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "create"}'
 done >"$work/rounds.jsonl"
@@ -84,12 +95,4 @@ jq -s -r '
   | "\(.[0].name): \($ps|floor) req/s (median of \(length)), p99 \(map(.p99Ns) | median / 1000 | floor) µs, \($ps / $plain * 100 | floor / 100)x plain"
 ' "$work/rounds.jsonl"
 
-# SIGTERM beside them, and a restart.
-t0=$(date +%s%N)
-kill -TERM "$pid"; wait "$pid" || true
-echo "SIGTERM to exit: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-serve
-sleep 10
-report "restarted beside them"
-echo "claims by the restarted server: $(metric mcptasks_tasks_claimed_total), heartbeat calls: $(metric 'mcptasks_store_op_duration_seconds_count{op="heartbeat"}')"
 if [ "$kind" = postgres ]; then psql -q "$pg" -c 'DROP SCHEMA IF EXISTS mcptasks_waiting CASCADE'; fi
