@@ -79,6 +79,8 @@ type serverConfig struct {
 	maxArgumentsBytes int64
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
+	// suspendAfter is engine.Options.SuspendAfter.
+	suspendAfter time.Duration
 }
 
 // testSessionKey signs the 2025-11-25 session ids of every test server.
@@ -113,7 +115,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 	if st == nil {
 		st = memory.New()
 	}
-	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: 4, TracerProvider: cfg.tracerProvider})
+	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: 4, TracerProvider: cfg.tracerProvider, SuspendAfter: cfg.suspendAfter})
 	if err != nil {
 		t.Fatalf("engine.New: %v", err)
 	}
