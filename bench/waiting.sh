@@ -11,9 +11,11 @@
 # Usage: bench/waiting.sh N [sqlite|postgres]   (default 10000 sqlite)
 # Environment: IDLE (seconds, default 30), ROUNDS (default 3), DUR (of a
 # round, default 10s), C (concurrency, default 16).
-# Needs: go, jq, curl, psql (postgres). Ports 18221 and 18222 on 127.0.0.1
-# (or PORT and PLAIN_PORT). The tasks are made through the server
-# (`mcptasks bench --mode create`), as clients make them: no SQL fill.
+# Needs: go, jq, curl, psql (postgres), sqlite3 (FILL=sql). Ports 18221 and
+# 18222 on 127.0.0.1 (or PORT and PLAIN_PORT). The tasks are made through the
+# server (`mcptasks bench --mode create`), as clients make them; with
+# FILL=sql (SQLite only) they are inserted with sqlite3 instead, suspended,
+# while the server is stopped: the fast path for a million.
 set -euo pipefail
 n=${1:-10000}
 kind=${2:-sqlite}
@@ -26,6 +28,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 (cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
 m="$work/mcptasks"
 port=${PORT:-18221}
@@ -63,11 +66,31 @@ serve
 echo "store: $kind; tasks waiting: $n; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 report "empty server"
 t0=$(date +%s)
-"$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
-# Every task asked and was suspended (its lease released).
-timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks_store_op_duration_seconds_count{op=\\\"release\\\"}\" {print \$2}')\" = $n ]; do sleep 1; done"
-echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
-report "$n waiting (suspended)"
+if [ "${FILL:-server}" = sql ]; then
+  # The fast fill: N suspended confirm_delete tasks inserted with sqlite3
+  # while the server is stopped, as the server leaves them (input_required,
+  # asking, no lease owner), then the server started beside them.
+  [ "$kind" = sqlite ] || { echo "FILL=sql needs the sqlite store" >&2; exit 2; }
+  kill -TERM "$pid"; wait "$pid" || true
+  now=$(date +%s%3N)
+  sqlite3 "$work/tasks.db" "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < $n)
+    INSERT INTO tasks (id, principal, tool, args, client_capabilities, status, status_message, created_at,
+      updated_at, ttl_ms, poll_interval_ms, input_requests, attempt)
+    SELECT printf('fill%028d', i), 'local', 'confirm_delete', '{\"filename\":\"f\"}', '{\"elicitation\":{}}',
+      'input_required', 'Delete f?', $now, $now, 3600000, 1000,
+      '{\"confirm-delete\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Delete f?\",\"requestedSchema\":{\"type\":\"object\"}}}}', 1
+    FROM g"
+  echo "filled by SQL in $(( $(date +%s) - t0 )) s"
+  serve
+  sleep 10
+  report "$n waiting (suspended, filled by SQL), the server started beside them 10 s before"
+else
+  "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
+  # Every task asked and was suspended (its lease released).
+  timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks_store_op_duration_seconds_count{op=\\\"release\\\"}\" {print \$2}')\" = $n ]; do sleep 1; done"
+  echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
+  report "$n waiting (suspended)"
+fi
 
 # SIGTERM beside them, and a restart beside them.
 t0=$(date +%s%N)
