@@ -26,6 +26,7 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 (cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
 m="$work/mcptasks"
 export PGOPTIONS="-c client_min_messages=warning"

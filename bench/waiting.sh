@@ -2,18 +2,20 @@
 # Measures a default `mcptasks serve` (workers on, the demo tools running)
 # beside N tasks that wait for input: confirm_delete asks at once, and after
 # --suspend-after (5 s by default) each task is suspended. Reports the
-# server's RSS, goroutines and idle CPU over IDLE seconds; then, with them
-# waiting, tasks/get and task-creating tools/call of confirm_delete against
-# the plain net/http baseline in the same run (medians of ROUNDS rounds);
-# then SIGTERM (the drain time) and a restart beside them (RSS, goroutines,
-# idle CPU, claims).
+# server's RSS, goroutines and idle CPU over IDLE seconds; SIGTERM (the
+# drain time) and a restart beside them (RSS, goroutines, idle CPU, claims
+# and heartbeats); then, with them waiting, tasks/get and task-creating
+# tools/call of confirm_delete against the plain net/http baseline in the
+# same run (medians of ROUNDS rounds).
 #
 # Usage: bench/waiting.sh N [sqlite|postgres]   (default 10000 sqlite)
 # Environment: IDLE (seconds, default 30), ROUNDS (default 3), DUR (of a
 # round, default 10s), C (concurrency, default 16).
-# Needs: go, jq, curl, psql (postgres). Ports 18221-18222 on 127.0.0.1. The
-# tasks are made through the server (`mcptasks bench --mode create`), as
-# clients make them: no SQL fill.
+# Needs: go, jq, curl, psql (postgres), sqlite3 (FILL=sql). Ports 18221 and
+# 18222 on 127.0.0.1 (or PORT and PLAIN_PORT). The tasks are made through the
+# server (`mcptasks bench --mode create`), as clients make them; with
+# FILL=sql (SQLite only) they are inserted with sqlite3 instead, suspended,
+# while the server is stopped: the fast path for a million.
 set -euo pipefail
 n=${1:-10000}
 kind=${2:-sqlite}
@@ -26,9 +28,10 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 (cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
 m="$work/mcptasks"
-port=18221
+port=${PORT:-18221}
 base=http://127.0.0.1:$port
 
 case $kind in
@@ -48,6 +51,7 @@ serve() { # the default serve, as a new user runs it
   timeout 30 bash -c "until curl -s -o /dev/null $base/mcp; do sleep 0.1; done"
 }
 metric() { curl -s "$base/metrics" | awk -v k="$1" '$1 == k {s += $2} END {print s+0}'; }
+metric_sum() { curl -s "$base/metrics" | awk -v k="$1" 'index($1, k "{") == 1 || $1 == k {s += $2} END {print s+0}'; }
 rss_mib() { awk '/VmRSS/ {printf "%d", $2/1024}' /proc/$pid/status; }
 cpu_ticks() { awk '{print $14 + $15}' /proc/$pid/stat; }
 idle_cpu() { # percent of one core over $idle seconds
@@ -62,18 +66,48 @@ serve
 echo "store: $kind; tasks waiting: $n; $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 report "empty server"
 t0=$(date +%s)
-"$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
-# Every task asked and was suspended (its lease released).
-timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks_store_op_duration_seconds_count{op=\\\"release\\\"}\" {print \$2}')\" = $n ]; do sleep 1; done"
-echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
-report "$n waiting (suspended)"
+if [ "${FILL:-server}" = sql ]; then
+  # The fast fill: N suspended confirm_delete tasks inserted with sqlite3
+  # while the server is stopped, as the server leaves them (input_required,
+  # asking, no lease owner), then the server started beside them.
+  [ "$kind" = sqlite ] || { echo "FILL=sql needs the sqlite store" >&2; exit 2; }
+  kill -TERM "$pid"; wait "$pid" || true
+  now=$(date +%s%3N)
+  sqlite3 "$work/tasks.db" "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < $n)
+    INSERT INTO tasks (id, principal, tool, args, client_capabilities, status, status_message, created_at,
+      updated_at, ttl_ms, poll_interval_ms, input_requests, attempt)
+    SELECT printf('fill%028d', i), 'local', 'confirm_delete', '{\"filename\":\"f\"}', '{\"elicitation\":{}}',
+      'input_required', 'Delete f?', $now, $now, 3600000, 1000,
+      '{\"confirm-delete\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Delete f?\",\"requestedSchema\":{\"type\":\"object\"}}}}', 1
+    FROM g"
+  echo "filled by SQL in $(( $(date +%s) - t0 )) s"
+  serve
+  sleep 10
+  report "$n waiting (suspended, filled by SQL), the server started beside them 10 s before"
+else
+  "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
+  # Every task asked and was suspended (its lease released).
+  timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks_store_op_duration_seconds_count{op=\\\"release\\\"}\" {print \$2}')\" = $n ]; do sleep 1; done"
+  echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
+  report "$n waiting (suspended)"
+fi
 
-# Throughput with them waiting, against the plain net/http baseline.
-"$m" bench baseline plain --listen 127.0.0.1:18222 >"$work/plain.log" 2>&1 &
+# SIGTERM beside them, and a restart beside them.
+t0=$(date +%s%N)
+kill -TERM "$pid"; wait "$pid" || true
+echo "SIGTERM to exit: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+serve
+sleep 10
+report "restarted beside them"
+echo "claims by the restarted server: $(metric_sum mcptasks_tasks_claimed_total), heartbeat calls: $(metric 'mcptasks_store_op_duration_seconds_count{op="heartbeat"}')"
+
+# Throughput with them waiting, against the plain net/http baseline (the
+# created tasks ask too, and are suspended after 5 s).
+"$m" bench baseline plain --listen 127.0.0.1:${PLAIN_PORT:-18222} >"$work/plain.log" 2>&1 &
 pids+=($!)
-timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:18222/mcp; do sleep 0.1; done"
+timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:${PLAIN_PORT:-18222}/mcp; do sleep 0.1; done"
 for r in $(seq "$rounds"); do
-  "$m" bench http://127.0.0.1:18222/mcp --mode call --tool greet --args '{"name":"x"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "plain"}'
+  "$m" bench http://127.0.0.1:${PLAIN_PORT:-18222}/mcp --mode call --tool greet --args '{"name":"x"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "plain"}'
   "$m" bench "$base/mcp" --mode get --tasks 1000 -c "$c" -d "$dur" --json | jq -c '. + {name: "get"}'
   "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "create"}'
 done >"$work/rounds.jsonl"
@@ -84,12 +118,4 @@ jq -s -r '
   | "\(.[0].name): \($ps|floor) req/s (median of \(length)), p99 \(map(.p99Ns) | median / 1000 | floor) µs, \($ps / $plain * 100 | floor / 100)x plain"
 ' "$work/rounds.jsonl"
 
-# SIGTERM beside them, and a restart.
-t0=$(date +%s%N)
-kill -TERM "$pid"; wait "$pid" || true
-echo "SIGTERM to exit: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
-serve
-sleep 10
-report "restarted beside them"
-echo "claims by the restarted server: $(metric mcptasks_tasks_claimed_total), heartbeat calls: $(metric 'mcptasks_store_op_duration_seconds_count{op="heartbeat"}')"
 if [ "$kind" = postgres ]; then psql -q "$pg" -c 'DROP SCHEMA IF EXISTS mcptasks_waiting CASCADE'; fi

@@ -83,6 +83,8 @@ type serverConfig struct {
 	maxArgumentsBytes int64
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
+	// suspendAfter is engine.Options.SuspendAfter.
+	suspendAfter time.Duration
 }
 
 // testSessionKey signs the 2025-11-25 session ids of every test server.
@@ -109,7 +111,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		MaxArgumentsBytes: cfg.maxArgumentsBytes,
 
 		Store:  st,
-		Engine: &engine.Options{Workers: 4},
+		Engine: &engine.Options{Workers: 4, SuspendAfter: cfg.suspendAfter},
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/memory"
 )
 
 // inputTools are tools that ask for each kind of input from inside a task,
@@ -133,5 +136,54 @@ func TestInputHelpers(t *testing.T) {
 				t.Errorf("result text %q, want %q", got, tc.wantText)
 			}
 		})
+	}
+}
+
+// TestElicitSuspended: a handler of a re-runnable tool whose Elicit is
+// suspended passes engine.ErrSuspended up, which is no tool result: the
+// task stays input_required with no worker holding it, and the answer
+// runs the handler again, whose Elicit returns the stored answer.
+func TestElicitSuspended(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	c := startServer(t, serverConfig{store: st, suspendAfter: -1})
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	rep := c.rpc(t, "", "tools/call", "confirm_delete", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":`+meta+`,"name":"confirm_delete","arguments":{"filename":"a.txt"}}}`).reply(t)
+	var created taskView
+	if rep.Error != nil || json.Unmarshal(rep.Result, &created) != nil || created.TaskID == "" {
+		t.Fatalf("create: %s", rep.raw)
+	}
+	id := created.TaskID
+	c.waitStatus(t, "", id, "input_required", nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := st.Get(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if store.Suspended(r) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status %s, owner %q: not suspended", r.Status, r.LeaseOwner)
+		}
+		time.Sleep(10 * time.Millisecond) // the poll interval of this test
+	}
+	if rep := c.rpc(t, "", "tasks/update", id, `{"jsonrpc":"2.0","id":2,"method":"tasks/update","params":{"_meta":$META,"taskId":"`+id+`","inputResponses":{"confirm-delete":{"action":"accept","content":{"confirm":true}}}}}`).reply(t); rep.Error != nil {
+		t.Fatalf("answer: %s", rep.raw)
+	}
+	var done struct {
+		Result struct {
+			IsError bool `json:"isError"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(c.waitStatus(t, "", id, "completed", nil), &done); err != nil || len(done.Result.Content) == 0 {
+		t.Fatalf("result: %v", err)
+	}
+	if got := done.Result.Content[0].Text; got != "Deleted a.txt" || done.Result.IsError {
+		t.Errorf("result %q (isError %v), want \"Deleted a.txt\"", got, done.Result.IsError)
 	}
 }

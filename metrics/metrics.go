@@ -99,7 +99,7 @@ type liveCollector struct{ c store.Counter }
 
 var (
 	tasksDesc = prometheus.NewDesc("mcptasks_tasks", "Live tasks in the store, by status.", []string{"status"}, nil)
-	queueDesc = prometheus.NewDesc("mcptasks_queue_depth", "Live tasks that no worker holds: new, released, or with an expired lease.", nil, nil)
+	queueDesc = prometheus.NewDesc("mcptasks_queue_depth", "Live tasks that no worker holds and that a worker may claim: new, released, or with an expired lease (not suspended ones, which wait for input).", nil, nil)
 	countErr  = prometheus.NewDesc("mcptasks_store_count_errors", "1 when counting the live tasks failed at this scrape.", nil, nil)
 )
 

@@ -39,7 +39,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// Before any worker: one live, queued task.
 	want := `
-# HELP mcptasks_queue_depth Live tasks that no worker holds: new, released, or with an expired lease.
+# HELP mcptasks_queue_depth Live tasks that no worker holds and that a worker may claim: new, released, or with an expired lease (not suspended ones, which wait for input).
 # TYPE mcptasks_queue_depth gauge
 mcptasks_queue_depth 1
 # HELP mcptasks_tasks Live tasks in the store, by status.
