@@ -26,6 +26,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
@@ -77,6 +78,8 @@ type serverConfig struct {
 	// maxJSONDepth and maxArgumentsBytes are the Options fields.
 	maxJSONDepth      int
 	maxArgumentsBytes int64
+	// maxSubscribedTasks is Options.MaxSubscribedTasks.
+	maxSubscribedTasks int
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
 }
@@ -89,6 +92,15 @@ var testSessionKey = []byte("wire-test-session-key-0123456789abcdef")
 // store, and stops it when t ends.
 func startServer(t *testing.T, cfg serverConfig) *testClient {
 	t.Helper()
+	st := cfg.store
+	if st == nil {
+		st = memory.New()
+	}
+	feed := changefeed.New(st, nil)
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	feedDone := make(chan struct{})
+	go func() { defer close(feedDone); feed.Run(feedCtx) }()
+	t.Cleanup(func() { stopFeed(); <-feedDone })
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
 		ServerOptions:   fixtures.ServerOptions(),
 		MaxBodyBytes:    cfg.maxBodyBytes,
@@ -99,6 +111,9 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 
 		MaxJSONDepth:      cfg.maxJSONDepth,
 		MaxArgumentsBytes: cfg.maxArgumentsBytes,
+
+		ChangeFeed:         feed,
+		MaxSubscribedTasks: cfg.maxSubscribedTasks,
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
@@ -108,10 +123,6 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		if err := cfg.register(srv); err != nil {
 			t.Fatalf("register: %v", err)
 		}
-	}
-	st := cfg.store
-	if st == nil {
-		st = memory.New()
 	}
 	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: 4, TracerProvider: cfg.tracerProvider})
 	if err != nil {

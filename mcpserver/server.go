@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -64,6 +65,23 @@ type Options struct {
 	// rather than browsers) are served. [New] panics on an entry that
 	// [CheckOrigin] refuses.
 	AllowedOrigins []string
+	// ChangeFeed tells task subscriptions (subscriptions/listen with
+	// notifications.taskIds) which tasks changed; the caller runs it. Nil
+	// means the server offers no task notifications: such a listen is
+	// acknowledged with an empty taskIds and ends at once (clients poll).
+	ChangeFeed *changefeed.Feed
+	// MaxSubscriptions bounds the task subscriptions a principal may hold
+	// open at once (DefaultMaxSubscriptions if zero); MaxSubscribedTasks
+	// the task ids they may name together, and one of them alone
+	// (DefaultMaxSubscribedTasks if zero). Past them a listen gets HTTP
+	// 429 and CodeTooManySubscriptions, or -32602 for one listen that
+	// names too many ids.
+	MaxSubscriptions   int
+	MaxSubscribedTasks int
+	// ListenKeepAlive is how often an idle task subscription sends an SSE
+	// comment, so that proxies keep it open (DefaultListenKeepAlive if
+	// zero).
+	ListenKeepAlive time.Duration
 	// DisableFastPath serves tasks/get, tasks/update and tasks/cancel
 	// through go-sdk's handler like every other method, at several times
 	// the cost; the answers are the same, as SSE instead of JSON.
@@ -100,6 +118,7 @@ type Server struct {
 	origins    *http.CrossOriginProtection
 	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
+	subs       *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
 	inflight   *budget      // Options.MaxInflightBytes
 	sessionKey []byte       // signs 2025-11-25 session ids
 	trc        trace.Tracer // nil without Options.TracerProvider
@@ -134,6 +153,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MinPollInterval > 0 {
 		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, max: maxPollEntries, last: map[string]time.Time{}}
 	}
+	if s.opts.MaxSubscriptions <= 0 {
+		s.opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if s.opts.MaxSubscribedTasks <= 0 {
+		s.opts.MaxSubscribedTasks = DefaultMaxSubscribedTasks
+	}
+	s.subs = &subLimiter{maxSubs: s.opts.MaxSubscriptions, maxIDs: s.opts.MaxSubscribedTasks, held: map[string]subCount{}}
 	s.sessionKey = sessionKey(s.opts.SessionKey)
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)

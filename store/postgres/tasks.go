@@ -148,12 +148,12 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 	return out, err
 }
 
-// fenced is modify for worker writes: a missing task is a lost lease, and
-// they send no events.
-func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) error {
+// fenced is modify for worker writes: a missing task is a lost lease. A
+// write that changed the task sends the event ev, if ev is not "".
+func (s *Store) fenced(ctx context.Context, op, id string, ev store.EventKind, fn func(r *task.Record) (changed bool, err error)) error {
 	_, err := s.modify(ctx, op, id, func(r *task.Record) (bool, store.EventKind, error) {
 		changed, err := fn(r)
-		return changed, "", err
+		return changed, ev, err
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ErrLeaseLost
@@ -163,21 +163,21 @@ func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Recor
 
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
-	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "release", p.ID, "", func(r *task.Record) (bool, error) {
 		return true, store.ApplyRelease(r, p)
 	})
 }
 
 // SetStatusMessage implements [store.Store].
 func (s *Store) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
-	return s.fenced(ctx, "set status message", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "set status message", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return store.ApplyStatusMessage(r, p)
 	})
 }
 
 // RequestInput implements [store.Store].
 func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	err = s.fenced(ctx, "request input", p.ID, func(r *task.Record) (changed bool, err error) {
+	err = s.fenced(ctx, "request input", p.ID, store.EventUpdated, func(r *task.Record) (changed bool, err error) {
 		answers, changed, err = store.ApplyRequestInput(r, p)
 		return changed, err
 	})
@@ -186,7 +186,7 @@ func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (a
 
 // Finish implements [store.Store].
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
-	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "finish", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return true, store.ApplyFinish(r, p)
 	})
 }
@@ -203,13 +203,16 @@ func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []st
 
 // RequestCancel implements [store.Store]. When it sets CancelRequested on a
 // held task it sends a cancelled event, so that the worker holding it
-// stops at once.
+// stops at once; when it cancels the task at once, an updated event.
 func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
 	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, store.EventKind, error) {
 		changed, err := store.ApplyCancel(r, p)
 		var ev store.EventKind
-		if changed && !r.Status.Terminal() && r.CancelRequested {
+		switch {
+		case changed && !r.Status.Terminal() && r.CancelRequested:
 			ev = store.EventCancelled
+		case changed:
+			ev = store.EventUpdated
 		}
 		return changed, ev, err
 	})

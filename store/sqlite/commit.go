@@ -174,7 +174,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create task: %w", err)
 	}
-	return s.inTx(ctx, "create task", func(tx *wtx) error {
+	err = s.inTx(ctx, "create task", func(tx *wtx) error {
 		if err := s.takeKey(tx, r); err != nil {
 			return err
 		}
@@ -189,6 +189,10 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.events.Publish(store.Event{Kind: store.EventCreated, TaskID: r.ID})
+	}
+	return err
 }
 
 // takeKey checks, in a create's transaction, that no live task of r's

@@ -100,9 +100,22 @@ type Store struct {
 	stop      chan struct{} // closed by Close
 	stopped   chan struct{} // closed when commitLoop has returned
 	closeOnce sync.Once
+
+	// events announces each change this value commits (see Listen).
+	events store.Broadcast
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
+
+// Listen implements [store.Listener]: the changes committed through s,
+// each announced after its commit. Changes of other processes that share
+// the file are not announced; a changefeed's periodic resync finds them.
+func (s *Store) Listen(ctx context.Context) (<-chan store.Event, error) {
+	return s.events.Listen(ctx)
+}
 
 // Open opens the SQLite database at path, creating the file if it does not
 // exist, and brings its schema to the latest version. The path is a file
