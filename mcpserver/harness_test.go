@@ -78,8 +78,11 @@ type serverConfig struct {
 	// maxJSONDepth and maxArgumentsBytes are the Options fields.
 	maxJSONDepth      int
 	maxArgumentsBytes int64
-	// maxSubscribedTasks is Options.MaxSubscribedTasks.
+	// maxSubscribedTasks, maxSubscriptions and listenKeepAlive are the
+	// Options fields.
 	maxSubscribedTasks int
+	maxSubscriptions   int
+	listenKeepAlive    time.Duration
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
 }
@@ -114,6 +117,8 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 
 		ChangeFeed:         feed,
 		MaxSubscribedTasks: cfg.maxSubscribedTasks,
+		MaxSubscriptions:   cfg.maxSubscriptions,
+		ListenKeepAlive:    cfg.listenKeepAlive,
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
