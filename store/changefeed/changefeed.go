@@ -65,6 +65,7 @@ type Feed struct {
 
 	mu       sync.Mutex
 	up       bool
+	why      string // why the feed is down, as last logged
 	byID     map[string]map[*Sub]struct{}
 	every    map[*Sub]struct{}
 	watchers []func(Change)
@@ -171,8 +172,9 @@ func (f *Feed) Run(ctx context.Context) {
 // watchers and logs why.
 func (f *Feed) setUp(up bool, why string) {
 	f.mu.Lock()
-	was := f.up
+	was, logged := f.up, f.why
 	f.up = up
+	f.why = why
 	f.mu.Unlock()
 	switch {
 	case up && !was:
@@ -186,7 +188,7 @@ func (f *Feed) setUp(up bool, why string) {
 				"why", why, "interval", f.opts.Interval)
 		}
 		f.tell(Change{Down: true})
-	case !up && why != "":
+	case !up && why != "" && why != logged: // once per cause, not at every retry
 		f.log.Warn("changefeed: cannot listen for the store's change announcements; trying again", "err", why, "interval", f.opts.Interval)
 	}
 }
