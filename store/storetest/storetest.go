@@ -95,6 +95,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("List", func(t *testing.T) { testList(t, f) })
 	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
 	t.Run("History", func(t *testing.T) { testHistory(t, f) })
+	t.Run("Listen", func(t *testing.T) { testListen(t, f) })
 }
 
 // factory makes a fresh store for one subtest.
