@@ -76,8 +76,19 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 // GetFor implements [store.Store]. It is one primary-key read whose
 // principal filter the server applies: another principal's row is never
 // sent.
+//
+// With a read cache ([Store.UseReadCache]) it answers from the cache when
+// it can.
 func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
-	return s.read(ctx, getForSQL, id, principal)
+	r, gen := s.cache.get(id, principal)
+	if r != nil {
+		return r, nil
+	}
+	r, err := s.read(ctx, getForSQL, id, principal)
+	if err == nil {
+		s.cache.fill(r, gen)
+	}
+	return r, err
 }
 
 // read runs the query q of one task.
@@ -145,6 +156,7 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 		out = r
 		return nil
 	})
+	s.cache.drop(id) // after the commit (or its failure): a later GetFor reads it again
 	return out, err
 }
 
