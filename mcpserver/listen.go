@@ -181,7 +181,8 @@ type noticeParams struct {
 // listen serves the task subscription c: it acknowledges the ids the
 // caller may see, then sends a notification whenever one of their tasks
 // changes in a way tasks/get would show, until every one is terminal or
-// gone (complete = true) or ctx is done. An error before the
+// gone, or the server ends its subscriptions (complete = true), or ctx is
+// done. An error before the
 // acknowledgement is the listen's JSON-RPC error; nothing has been written
 // then.
 func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err error) {
@@ -241,6 +242,8 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 		select {
 		case <-ctx.Done():
 			return false, ctx.Err()
+		case <-s.ending:
+			return true, nil
 		case <-tick.C:
 			if _, err := sw.Write([]byte(": keep-alive\n\n")); err != nil {
 				return false, err

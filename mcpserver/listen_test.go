@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -311,5 +312,25 @@ func TestListen_KeepAlive(t *testing.T) {
 		case <-timeout:
 			t.Fatal("no keep-alive within 10 s")
 		}
+	}
+}
+
+// TestListen_EndSubscriptions checks that a server shutting down ends an
+// open subscription with the listen's response.
+func TestListen_EndSubscriptions(t *testing.T) {
+	t.Parallel()
+	var srv *mcpserver.Server
+	c := startServer(t, serverConfig{register: func(s *mcpserver.Server) error { srv = s; return nil }})
+	parked := c.createTask(t, "", "confirm_delete", `{"filename":"notes.txt"}`)
+	c.waitStatus(t, "", parked, "input_required", nil)
+	s := c.listen(t, "", 9, parked)
+	s.next(t) // the acknowledgement
+	srv.EndSubscriptions()
+	m := decodeListen(t, s.next(t))
+	if m.Result == nil || m.Result.ResultType != "complete" || string(m.Result.Meta["io.modelcontextprotocol/subscriptionId"]) != "9" {
+		t.Fatalf("want the listen's response, got %+v", m)
+	}
+	if s.next(t) != nil {
+		t.Error("the stream goes on after the listen's response")
 	}
 }

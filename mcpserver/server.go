@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -119,6 +120,9 @@ type Server struct {
 	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
 	subs       *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
+	// ending is closed by EndSubscriptions.
+	ending     chan struct{}
+	endOnce    sync.Once
 	inflight   *budget      // Options.MaxInflightBytes
 	sessionKey []byte       // signs 2025-11-25 session ids
 	trc        trace.Tracer // nil without Options.TracerProvider
@@ -126,7 +130,7 @@ type Server struct {
 
 // New returns a Server for the implementation impl.
 func New(impl *mcp.Implementation, opts *Options) *Server {
-	s := &Server{impl: impl, tools: map[string]*toolEntry{}}
+	s := &Server{impl: impl, tools: map[string]*toolEntry{}, ending: make(chan struct{})}
 	// An Implementation is plain data: it always encodes.
 	s.resultMeta, _ = json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: impl})
 	if opts != nil {
@@ -194,6 +198,14 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.addTaskMethods()
 	return s
+}
+
+// EndSubscriptions ends every open task subscription, and every later
+// one right after its acknowledgement, with the listen's response, as a
+// server shutting down does (register it with http.Server.RegisterOnShutdown,
+// which otherwise waits for the streams).
+func (s *Server) EndSubscriptions() {
+	s.endOnce.Do(func() { close(s.ending) })
 }
 
 // MCPServer returns the underlying go-sdk server, for registering plain

@@ -22,6 +22,7 @@ import (
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/metrics"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/store/postgres"
 	"github.com/mcptasks/mcptasks/store/sqlite"
@@ -86,6 +87,10 @@ type runtime struct {
 	eng *engine.Engine
 	reg *prometheus.Registry     // served at /metrics
 	tp  *sdktrace.TracerProvider // nil when tracing is off
+	// feed is the store's change feed (serve only; nil for worker): task
+	// subscriptions, the Postgres read cache and the console use it.
+	feed     *changefeed.Feed
+	stopFeed func() // stops feed and waits for it
 }
 
 // runtimeOptions are the settings of a runtime that are not flags of every
@@ -97,6 +102,8 @@ type runtimeOptions struct {
 	maxArguments    int64         // tools/call arguments bound (serve)
 	minPollInterval time.Duration // optional poll limit (serve)
 	allowedOrigins  []string      // browser origins besides the server's own (serve)
+	feed            bool          // run the store's change feed (serve)
+	noReadCache     bool          // no read cache for a postgres store (serve)
 	tools           *toolSet      // what to serve; the built-in tools if nil
 	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
@@ -139,6 +146,22 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if ts == nil {
 		ts = f.builtinTools()
 	}
+	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	var feed *changefeed.Feed
+	if o.feed {
+		feed = changefeed.New(st, &changefeed.Options{Logger: log})
+		if pg, ok := st.(*postgres.Store); ok && !o.noReadCache {
+			pg.UseReadCache(feed, 0, 0)
+		}
+	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
@@ -150,12 +173,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		AllowedOrigins:    o.allowedOrigins,
 		Logger:            log,
 		TracerProvider:    tracing,
+		ChangeFeed:        feed,
 	})
 	if err := ts.register(srv); err != nil {
-		return nil, err
-	}
-	st, err := openStore(ctx, f.store, &sqlite.Options{CacheBytes: f.cacheBytes})
-	if err != nil {
 		return nil, err
 	}
 	workers := f.workers
@@ -166,15 +186,20 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	obs, err := metrics.New(reg, st)
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
 	eng, err := engine.New(st, srv.EngineTools(), &engine.Options{Workers: workers, Lease: f.lease, Logger: log, Observer: obs, TracerProvider: tracing})
 	if err != nil {
-		st.Close()
 		return nil, err
 	}
-	return &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp}, nil
+	rt := &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp, feed: feed, stopFeed: func() {}}
+	if feed != nil {
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); feed.Run(fctx) }()
+		rt.stopFeed = func() { cancel(); <-done }
+	}
+	return rt, nil
 }
 
 // toolSet is what a process serves: the options of its MCP server and the
@@ -212,6 +237,7 @@ func (rt *runtime) drain(timeout time.Duration) {
 	if err := rt.eng.Shutdown(ctx); err != nil {
 		rt.log.Warn("tasks still running at the drain deadline; they resume elsewhere after their lease expires", "err", err)
 	}
+	rt.stopFeed() // before the store closes under it
 	if err := rt.st.Close(); err != nil {
 		rt.log.Warn("close store", "err", err)
 	}
