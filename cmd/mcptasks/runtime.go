@@ -96,16 +96,17 @@ type runtime struct {
 // runtimeOptions are the settings of a runtime that are not flags of every
 // command.
 type runtimeOptions struct {
-	maxBody         int64         // request body bound of the MCP endpoint (serve)
-	maxInflight     int64         // bound on the bytes of requests in flight (serve)
-	maxJSONDepth    int           // nesting bound of request bodies (serve)
-	maxArguments    int64         // tools/call arguments bound (serve)
-	minPollInterval time.Duration // optional poll limit (serve)
-	allowedOrigins  []string      // browser origins besides the server's own (serve)
-	feed            bool          // run the store's change feed (serve)
-	noReadCache     bool          // no read cache for a postgres store (serve)
-	tools           *toolSet      // what to serve; the built-in tools if nil
-	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
+	maxBody                            int64         // request body bound of the MCP endpoint (serve)
+	maxInflight                        int64         // bound on the bytes of requests in flight (serve)
+	maxJSONDepth                       int           // nesting bound of request bodies (serve)
+	maxArguments                       int64         // tools/call arguments bound (serve)
+	minPollInterval                    time.Duration // optional poll limit (serve)
+	allowedOrigins                     []string      // browser origins besides the server's own (serve)
+	feed                               bool          // run the store's change feed (serve)
+	noReadCache                        bool          // no read cache for a postgres store (serve)
+	maxSubscriptions, maxSubscribedIDs int           // bounds of task subscriptions per principal (serve)
+	tools                              *toolSet      // what to serve; the built-in tools if nil
+	sessionKey                         []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
 
 // newRuntime validates f and builds the runtime.
@@ -174,6 +175,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		Logger:            log,
 		TracerProvider:    tracing,
 		ChangeFeed:        feed,
+
+		MaxSubscriptions:   o.maxSubscriptions,
+		MaxSubscribedTasks: o.maxSubscribedIDs,
 	})
 	if err := ts.register(srv); err != nil {
 		return nil, err
