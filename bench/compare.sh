@@ -4,7 +4,9 @@
 # The figures in BENCHMARKS.md come from this script.
 #
 # Usage: bench/compare.sh [ROUNDS] [DURATION]     (default 3 rounds of 10s)
-# Needs: go, jq, psql. Ports 18201-18205 on 127.0.0.1. With a PostgreSQL
+# ONLY=REGEX runs only the rows whose name matches (plain-call always runs:
+# it is the baseline of every ratio), e.g. ONLY='get$'.
+# Needs: go, jq, psql. Ports 18201-18206 on 127.0.0.1. With a PostgreSQL
 # server at $MCPTASKS_POSTGRES_URL (default: the test server of .ci/run),
 # mcptasks on Postgres is measured too, in a schema of its own that the
 # script drops and creates.
@@ -35,12 +37,15 @@ pg=${MCPTASKS_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 if psql -q "$pg" -c 'DROP SCHEMA IF EXISTS mcptasks_compare CASCADE; CREATE SCHEMA mcptasks_compare' 2>/dev/null; then
   sep='?'; [[ $pg == *\?* ]] && sep='&'
   start postgres 18205 serve --listen 127.0.0.1:18205 --store "$pg${sep}options=-csearch_path%3Dmcptasks_compare" --log-level error --workers 0
+  # The same schema without the read cache (Postgres reads every tasks/get).
+  start pgnocache 18206 serve --listen 127.0.0.1:18206 --store "$pg${sep}options=-csearch_path%3Dmcptasks_compare" --log-level error --workers 0 --no-read-cache
 else
   echo "no PostgreSQL at $pg: Postgres is not measured" >&2
 fi
 
 run() { # run NAME PID URL ARGS... -> one JSON line
   local name=$1 pid=$2 url=$3; shift 3
+  if [ -n "${ONLY:-}" ] && [ "$name" != plain-call ] && ! [[ $name =~ $ONLY ]]; then return; fi
   "$m" bench "$url" -c "$c" -d "$dur" --server-pid "$pid" --json "$@" | jq -c --arg n "$name" '. + {name: $n}'
 }
 for r in $(seq "$rounds"); do
@@ -53,6 +58,7 @@ for r in $(seq "$rounds"); do
   if [ -n "${pid_postgres:-}" ]; then
     run postgres-get    "$pid_postgres" http://127.0.0.1:18205/mcp --mode get --tasks 1000
     run postgres-create "$pid_postgres" http://127.0.0.1:18205/mcp --mode create
+    run postgres-nocache-get "$pid_pgnocache" http://127.0.0.1:18206/mcp --mode get --tasks 1000
   fi
 done >"$work/results.jsonl"
 
