@@ -72,7 +72,8 @@ jq -s -r '
     "|---|---:|---:|---:|---:|---:|---:|---:|",
     ($rows[] | "| \(.name) | \(.rps|floor) | \((.rps / $by["plain-call"].rps * 100 | floor) / 100)x | \((.p50/1000)|floor) µs | \((.p99/1000)|floor) µs | \((.p99 / $by["plain-call"].p99 * 100 | floor) / 100)x | \((.cpu/1000)|floor) µs | \(.errors) |"),
     "",
-    "sqlite-create vs gosdk-call: \((($by["sqlite-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x",
-    "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x",
-    (if $by["postgres-create"] then "postgres-create vs gosdk-call: \((($by["postgres-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end)
+    (if $by["sqlite-create"] and $by["gosdk-call"] then "sqlite-create vs gosdk-call: \((($by["sqlite-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end),
+    (if $by["sqlite-call"] and $by["gosdk-call"] then "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end),
+    (if $by["postgres-create"] and $by["gosdk-call"] then "postgres-create vs gosdk-call: \((($by["postgres-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end),
+    (if $by["postgres-get"] and $by["postgres-nocache-get"] then "postgres-get vs postgres-nocache-get: \((($by["postgres-get"].rps / $by["postgres-nocache-get"].rps) * 100 | floor) / 100)x" else empty end)
 ' "$work/results.jsonl"

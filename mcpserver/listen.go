@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,10 +104,14 @@ func (s *Server) serveListenSDK(ctx context.Context, c *listenCall, principal st
 	if !complete {
 		return nil, ctx.Err()
 	}
-	var id any
-	_ = json.Unmarshal(c.id, &id)
-	if f, ok := id.(float64); ok { // an integer id (the guard checked)
-		id = int64(f)
+	var id any = json.RawMessage(c.id) // a string or an integer (the guard checked)
+	if n, err := strconv.ParseInt(string(c.id), 10, 64); err == nil {
+		id = n
+	} else {
+		var str string
+		if json.Unmarshal(c.id, &str) == nil {
+			id = str
+		}
 	}
 	return &mcp.SubscriptionsListenResult{Meta: mcp.Meta{mcp.MetaKeySubscriptionID: id}}, nil
 }
