@@ -46,9 +46,9 @@ fi
 run() { # run NAME PID URL ARGS... -> one JSON line
   local name=$1 pid=$2 url=$3; shift 3
   if [ -n "${ONLY:-}" ] && [ "$name" != plain-call ] && ! [[ $name =~ $ONLY ]]; then return; fi
-  "$m" bench "$url" -c "$c" -d "$dur" --server-pid "$pid" --json "$@" | jq -c --arg n "$name" '. + {name: $n}'
+  "$m" bench "$url" -c "$c" -d "$dur" --server-pid "$pid" --json "$@" | jq -c --arg n "$name" --argjson r "$round" '. + {name: $n, round: $r}'
 }
-for r in $(seq "$rounds"); do
+for round in $(seq "$rounds"); do
   run plain-call    "$pid_plain"  http://127.0.0.1:18201/mcp --mode call --tool greet --args '{"name":"x"}'
   run gosdk-call    "$pid_gosdk"  http://127.0.0.1:18202/mcp --mode call --tool greet --args '{"name":"x"}'
   run sqlite-get    "$pid_sqlite" http://127.0.0.1:18203/mcp --mode get --tasks 1000
@@ -62,15 +62,20 @@ for r in $(seq "$rounds"); do
   fi
 done >"$work/results.jsonl"
 
+# "vs plain" is the ratio of the medians; "per round" is the median of the
+# ratios to plain-call of the same round, which a machine whose load changes
+# between rounds (other work on it) moves less.
 jq -s -r '
   def median: sort | if length == 0 then 0 else .[(length/2|floor)] end;
-  group_by(.name) | map({name: .[0].name,
+  (map(select(.name == "plain-call") | {key: (.round|tostring), value: .perSecond}) | from_entries) as $plain
+  | group_by(.name) | map({name: .[0].name,
     rps: (map(.perSecond) | median), p50: (map(.p50Ns) | median), p99: (map(.p99Ns) | median),
+    perRound: (map(.perSecond / $plain[.round|tostring]) | median),
     cpu: (map(.serverCpuPerRequestNs // 0) | median), errors: (map(.errors) | add)}) as $rows
   | ($rows | map({key: .name, value: .}) | from_entries) as $by
-  | "| run | req/s | vs plain | p50 | p99 | p99 vs plain | server CPU/req | errors |",
-    "|---|---:|---:|---:|---:|---:|---:|---:|",
-    ($rows[] | "| \(.name) | \(.rps|floor) | \((.rps / $by["plain-call"].rps * 100 | floor) / 100)x | \((.p50/1000)|floor) µs | \((.p99/1000)|floor) µs | \((.p99 / $by["plain-call"].p99 * 100 | floor) / 100)x | \((.cpu/1000)|floor) µs | \(.errors) |"),
+  | "| run | req/s | vs plain | vs plain, per round | p50 | p99 | p99 vs plain | server CPU/req | errors |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ($rows[] | "| \(.name) | \(.rps|floor) | \((.rps / $by["plain-call"].rps * 100 | floor) / 100)x | \((.perRound * 100 | floor) / 100)x | \((.p50/1000)|floor) µs | \((.p99/1000)|floor) µs | \((.p99 / $by["plain-call"].p99 * 100 | floor) / 100)x | \((.cpu/1000)|floor) µs | \(.errors) |"),
     "",
     (if $by["sqlite-create"] and $by["gosdk-call"] then "sqlite-create vs gosdk-call: \((($by["sqlite-create"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end),
     (if $by["sqlite-call"] and $by["gosdk-call"] then "sqlite-call vs gosdk-call: \((($by["sqlite-call"].rps / $by["gosdk-call"].rps) * 100 | floor) / 100)x" else empty end),

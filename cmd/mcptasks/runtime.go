@@ -47,7 +47,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable, one machine), postgres://USER@HOST/DB (durable, shared by replicas) or memory: (lost on exit)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: store, the most bytes of task records kept in memory to answer tasks/get polls without reading the file (a record over a sixteenth of it is not kept)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: or postgres:// store, the most bytes of task records kept in memory to answer tasks/get polls without reading the store (a record over a sixteenth of it is not kept)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
@@ -160,7 +160,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if o.feed {
 		feed = changefeed.New(st, &changefeed.Options{Logger: log})
 		if pg, ok := st.(*postgres.Store); ok && !o.noReadCache {
-			pg.UseReadCache(feed, 0, 0)
+			pg.UseReadCache(feed, 0, f.cacheBytes)
 		}
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
