@@ -187,9 +187,8 @@ type noticeParams struct {
 // caller may see, then sends a notification whenever one of their tasks
 // changes in a way tasks/get would show, until every one is terminal or
 // gone, or the server ends its subscriptions (complete = true), or ctx is
-// done. An error before the
-// acknowledgement is the listen's JSON-RPC error; nothing has been written
-// then.
+// done. An error before the acknowledgement is the listen's JSON-RPC
+// error; nothing has been written then.
 func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err error) {
 	sw := &startedWriter{ResponseWriter: c.w}
 	c.w = sw

@@ -14,7 +14,7 @@ import (
 
 // cached returns s with a read cache kept true by a change feed that runs
 // until t ends, once the feed is up.
-func cached(t *testing.T, s *Store) *changefeed.Feed {
+func cached(t testing.TB, s *Store) *changefeed.Feed {
 	t.Helper()
 	f := changefeed.New(s, &changefeed.Options{Interval: 100 * time.Millisecond})
 	s.UseReadCache(f, 0, 0)
@@ -28,7 +28,7 @@ func cached(t *testing.T, s *Store) *changefeed.Feed {
 
 // waitFor polls cond against a deadline (the database delivers
 // notifications in its own time).
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(eventWait)
 	for !cond() {
@@ -172,4 +172,14 @@ func TestReadCache_Unit(t *testing.T) {
 	if got, _ := c.get("t3", "alice"); got != nil || c.on {
 		t.Fatal("the cache answers after the feed went down")
 	}
+}
+
+// BenchmarkGetFor_ReadCache is BenchmarkGetFor with the read cache that
+// serve turns on.
+func BenchmarkGetFor_ReadCache(b *testing.B) {
+	storetest.BenchmarkGetFor(b, func(b *testing.B) store.Store {
+		s := open(b, pgtest.DSN(b), &Options{NotifyChannel: testChannel()})
+		cached(b, s)
+		return s
+	})
 }
