@@ -42,7 +42,7 @@ func (l *fakeListener) send(ev store.Event) {
 	ch <- ev
 }
 
-func newFeed(t *testing.T, l store.Store) (*changefeed.Feed, *[]changefeed.Change) {
+func newFeed(t *testing.T, l store.Store) (*changefeed.Feed, func() changefeed.Change) {
 	t.Helper()
 	f := changefeed.New(l, &changefeed.Options{Interval: time.Second, Backstop: 10 * time.Second})
 	var mu sync.Mutex
@@ -52,7 +52,15 @@ func newFeed(t *testing.T, l store.Store) (*changefeed.Feed, *[]changefeed.Chang
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return f, &seen
+	last := func() changefeed.Change {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(seen) == 0 {
+			return changefeed.Change{}
+		}
+		return seen[len(seen)-1]
+	}
+	return f, last
 }
 
 func take(t *testing.T, s *changefeed.Sub) ([]string, bool) {
@@ -104,7 +112,7 @@ func TestFeed_ByID(t *testing.T) {
 func TestFeed_DownAndBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &fakeListener{}
-		f, seen := newFeed(t, l)
+		f, last := newFeed(t, l)
 		synctest.Wait()
 		a := f.Subscribe([]string{"a"})
 		defer a.Close()
@@ -116,7 +124,7 @@ func TestFeed_DownAndBack(t *testing.T) {
 		if f.Up() {
 			t.Fatal("the feed is up after EventDown")
 		}
-		if got := (*seen)[len(*seen)-1]; !got.Down {
+		if got := last(); !got.Down {
 			t.Errorf("watcher: got %+v, want Down", got)
 		}
 		// While down, subscribers resync every Interval.
