@@ -46,6 +46,13 @@ func (b *Broadcast) Publish(ev Event) {
 	}
 }
 
+// Listening reports whether any channel is listening.
+func (b *Broadcast) Listening() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs) > 0
+}
+
 // Listen implements [Listener]: the channel receives the events published
 // from now until ctx is done; then it is closed.
 func (b *Broadcast) Listen(ctx context.Context) (<-chan Event, error) {
