@@ -4,20 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 )
 
 // Feed tells the live pages when tasks may have changed: each live page
 // then reads what it shows again, and sends it to the browser if it
 // differs from what it sent last. Feed is the seam between the console and
-// the source of changes: today a re-read every interval, sooner when the
-// store announces a change ([NewStoreFeed]); a full change feed of the
-// store can take its place without the pages knowing.
+// the source of changes: a re-read every interval ([PollFeed]), or the
+// store's change feed and a slower re-read ([NewStoreFeed]).
 type Feed interface {
 	// Subscribe returns a channel that receives a value when tasks may
 	// have changed, and a function that ends the subscription. Values
@@ -57,65 +55,34 @@ func notify(ch chan struct{}) {
 	}
 }
 
-// StoreFeed is the Feed of a store: a PollFeed, and, when the store is a
-// store.Listener (Postgres: LISTEN/NOTIFY), a signal at once for each of its
-// events. Postgres announces creates, answers and cancel requests; claims,
-// status messages and ends come with the next poll.
+// StoreFeed is the Feed of a store's change feed ([changefeed.Feed]): a
+// signal at once for each task the store announces as changed and at each
+// of the change feed's resyncs, and a PollFeed for what stores do not
+// announce (claims and leases, which the queue and worker views show).
 type StoreFeed struct {
+	feed *changefeed.Feed
 	poll PollFeed
-	mu   sync.Mutex
-	subs map[chan struct{}]bool
 }
 
-// NewStoreFeed returns the Feed of st, polling every interval. If st is a
-// store.Listener, the feed listens until ctx is done, listening again
-// (after interval) whenever the subscription ends early; a failure is
-// logged to log and polling goes on.
-func NewStoreFeed(ctx context.Context, st store.Store, interval time.Duration, log *slog.Logger) *StoreFeed {
-	f := &StoreFeed{poll: PollFeed(interval), subs: map[chan struct{}]bool{}}
-	if l, ok := st.(store.Listener); ok {
-		if log == nil {
-			log = slog.New(slog.DiscardHandler)
-		}
-		go f.listen(ctx, l, interval, log)
-	}
-	return f
-}
-
-// listen relays the store's events to the subscribers until ctx is done.
-func (f *StoreFeed) listen(ctx context.Context, l store.Listener, retry time.Duration, log *slog.Logger) {
-	for ctx.Err() == nil {
-		events, err := l.Listen(ctx)
-		if err != nil {
-			log.Warn("console: listening for task events failed; live pages poll", "err", err)
-		} else {
-			for range events {
-				f.mu.Lock()
-				for ch := range f.subs {
-					notify(ch)
-				}
-				f.mu.Unlock()
-			}
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(retry):
-		}
-	}
+// NewStoreFeed returns the Feed of the change feed f, which the caller
+// runs, polling besides every interval.
+func NewStoreFeed(f *changefeed.Feed, interval time.Duration) *StoreFeed {
+	return &StoreFeed{feed: f, poll: PollFeed(interval)}
 }
 
 // Subscribe implements Feed.
 func (f *StoreFeed) Subscribe() (<-chan struct{}, func()) {
 	ticks, stopPoll := f.poll.Subscribe()
+	sub := f.feed.Subscribe(nil)
 	ch := make(chan struct{}, 1)
 	done := make(chan struct{})
-	f.mu.Lock()
-	f.subs[ch] = true
-	f.mu.Unlock()
 	go func() {
 		for {
 			select {
 			case <-ticks:
+				notify(ch)
+			case <-sub.C():
+				sub.Take() // the pages read everything again: the ids do not matter
 				notify(ch)
 			case <-done:
 				return
@@ -123,10 +90,8 @@ func (f *StoreFeed) Subscribe() (<-chan struct{}, func()) {
 		}
 	}()
 	return ch, sync.OnceFunc(func() {
-		f.mu.Lock()
-		delete(f.subs, ch)
-		f.mu.Unlock()
 		close(done)
+		sub.Close()
 		stopPoll()
 	})
 }

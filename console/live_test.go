@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -203,14 +204,18 @@ func TestPollFeed(t *testing.T) {
 }
 
 // TestStoreFeed_Events checks that on Postgres a create reaches the live
-// pages at once, without waiting for a poll.
+// pages at once through the change feed, without waiting for a poll.
 func TestStoreFeed_Events(t *testing.T) {
 	t.Parallel()
 	st := postgresBackend.open(t)
 	defer st.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	feed := NewStoreFeed(ctx, st, time.Hour, nil)
+	cf := changefeed.New(st, nil)
+	ran := make(chan struct{})
+	go func() { defer close(ran); cf.Run(ctx) }()
+	defer func() { cancel(); <-ran }()
+	feed := NewStoreFeed(cf, time.Hour)
 	ch, stop := feed.Subscribe()
 	defer stop()
 	// The feed listens from its own goroutine: create tasks until one's

@@ -75,7 +75,8 @@ func TestCancelInProcess(t *testing.T) {
 }
 
 // TestCancelOnAnotherEngine: tasks/cancel reaches a replica that does not
-// run the task; the worker sees the durable flag within one heartbeat.
+// run the task (and the store announces nothing); the worker sees the
+// durable flag within one heartbeat.
 func TestCancelOnAnotherEngine(t *testing.T) {
 	for _, parked := range []bool{false, true} {
 		name := map[bool]string{false: "running", true: "waiting for input"}[parked]
@@ -84,8 +85,8 @@ func TestCancelOnAnotherEngine(t *testing.T) {
 				st := newMem()
 				p := &cancelProbe{parked: parked}
 				tools := []*Tool{{Name: "job", Handler: p.handle}}
-				a := startEngine(t, st, tools, Options{Owner: "a"})
-				b := newEngine(t, st, tools, Options{Owner: "b"})
+				a := startEngine(t, quiet(st), tools, Options{Owner: "a"})
+				b := newEngine(t, quiet(st), tools, Options{Owner: "b"})
 				r := create(t, a, "job")
 				synctest.Wait()
 				time.Sleep(testLease/3 + 2*time.Second) // mid-way between two heartbeats

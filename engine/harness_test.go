@@ -421,3 +421,8 @@ var _ store.Store = (*faultStore)(nil)
 
 // newMem returns a fresh memory store.
 func newMem() *memory.Store { return memory.New() }
+
+// quiet hides the store's change announcements (store.Listener): engines
+// on it learn of each other's writes only by reading the store, as
+// replicas on a store that announces nothing do.
+func quiet(st store.Store) store.Store { return struct{ store.Store }{st} }

@@ -163,8 +163,8 @@ func TestAnswerOnAnotherEngine(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		st := newMem()
 		tools := []*Tool{{Name: "ask", Handler: askAB}}
-		a := startEngine(t, st, tools, Options{Owner: "a"})
-		b := newEngine(t, st, tools, Options{Owner: "b"})
+		a := startEngine(t, quiet(st), tools, Options{Owner: "a"})
+		b := newEngine(t, quiet(st), tools, Options{Owner: "b"})
 		r := create(t, a, "ask")
 		synctest.Wait()
 		wantStatus(t, st, r.ID, task.InputRequired)

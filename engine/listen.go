@@ -32,6 +32,8 @@ func (e *Engine) listenLoop(ctx context.Context, l store.Listener) {
 				e.signal() // the task may have no worker: claim it
 			case store.EventCancelled:
 				e.notify(ev.TaskID, true)
+			case store.EventResync: // events were lost: claim what may be waiting
+				e.signal()
 			}
 		}
 		if time.Since(start) < e.opts.ClaimInterval { // a subscription that ends at once: back off

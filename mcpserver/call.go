@@ -59,6 +59,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				res, err := next(ctx, method, req)
 				return checkRound(r.ProtocolVersion(), rawClientCapabilities(sdkMeta(req)), "resource "+r.Params.URI, res, err)
 			}
+		case methodListen:
+			if c, ok := ctx.Value(listenKey{}).(*listenCall); ok {
+				return s.serveListenSDK(ctx, c, s.opts.Principal(req.GetExtra()))
+			}
 		case methodGet, methodUpdate, methodCancel:
 			meta := sdkMeta(req)
 			v, _ := req.(versioned)

@@ -25,7 +25,32 @@ const metaClientCapabilities = mcp.MetaKeyClientCapabilities
 // the clientCapabilities of its own _meta, given as JSON, list it. What
 // earlier requests declared never counts (TASKS-SPEC §3.2).
 func DeclaresTasks(protocolVersion string, clientCapabilities json.RawMessage) bool {
-	return protocolVersion >= task.ProtocolVersion && parseCaps(clientCapabilities).has().extension(task.ExtensionID)
+	if protocolVersion < task.ProtocolVersion {
+		return false
+	}
+	// Every poll asks, twice (the request, and the task's era): decode
+	// only what the answer needs. tasksCaps refuses what clientCaps
+	// refuses, so the answer is parseCaps(…).has().extension(ExtensionID).
+	var c tasksCaps
+	if len(clientCapabilities) > 0 && decodeJSON(clientCapabilities, &c) != nil {
+		return false
+	}
+	return c.Extensions != nil && c.Extensions.Tasks != nil
+}
+
+// tasksCaps is clientCaps with only the Tasks extension read of the
+// extensions: decoding their map costs more than the rest of a poll's
+// decode.
+type tasksCaps struct {
+	Elicitation *struct {
+		Form json.RawMessage `json:"form"`
+		URL  json.RawMessage `json:"url"`
+	} `json:"elicitation"`
+	Sampling   json.RawMessage `json:"sampling"`
+	Roots      json.RawMessage `json:"roots"`
+	Extensions *struct {
+		Tasks json.RawMessage `json:"io.modelcontextprotocol/tasks"`
+	} `json:"extensions"`
 }
 
 // rawClientCapabilities returns the clientCapabilities of a go-sdk

@@ -79,8 +79,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 		}
 		switch msg.Method {
-		case "subscriptions/listen":
+		case methodListen:
 			if s.refuseTaskListen(w, r, &msg) {
+				return
+			}
+			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) && s.fastEligible(r, &msg) {
+				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
 			}
 		case methodGet, methodUpdate, methodCancel:
@@ -136,6 +140,32 @@ func (s *Server) refuseTaskListen(w http.ResponseWriter, r *http.Request, m *mes
 	}
 	writeRPCError(w, m.ID, missingTasksCapability("subscriptions/listen with notifications.taskIds"))
 	return true
+}
+
+// serveTaskListen serves a task subscription that go-sdk would accept up
+// to dispatch: it checks its ids and the principal's bounds, then serves it
+// on the fast path, or hands it to go-sdk's route (the middleware) with the
+// writer its events go to.
+func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *message, raw json.RawMessage, next http.Handler) {
+	ids, err := listenTaskIDs(raw, s.opts.MaxSubscribedTasks)
+	if err != nil {
+		writeRPCError(w, m.ID, err)
+		return
+	}
+	principal := s.httpPrincipal(r)
+	if !s.subs.take(principal, len(ids)) {
+		s.subs.writeTooMany(w, m.ID)
+		return
+	}
+	defer s.subs.release(principal, len(ids))
+	rw := &replyWriter{ResponseWriter: w}
+	c := &listenCall{id: m.ID, principal: principal, ids: ids, w: rw}
+	if !s.opts.DisableFastPath {
+		s.serveListen(rw, r, c)
+		return
+	}
+	next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), listenKey{}, c)))
+	rw.finish(m.ID)
 }
 
 // replyWriter is the writer go-sdk answers through: it holds back a

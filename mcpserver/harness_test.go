@@ -26,6 +26,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
@@ -81,6 +82,11 @@ type serverConfig struct {
 	// maxJSONDepth and maxArgumentsBytes are the Options fields.
 	maxJSONDepth      int
 	maxArgumentsBytes int64
+	// maxSubscribedTasks, maxSubscriptions and listenKeepAlive are the
+	// Options fields.
+	maxSubscribedTasks int
+	maxSubscriptions   int
+	listenKeepAlive    time.Duration
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
 	// suspendAfter is engine.Options.SuspendAfter.
@@ -112,6 +118,10 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 
 		Store:  st,
 		Engine: &engine.Options{Workers: 4, SuspendAfter: cfg.suspendAfter},
+		ChangeFeed:         changefeed.New(st, nil),
+		MaxSubscribedTasks: cfg.maxSubscribedTasks,
+		MaxSubscriptions:   cfg.maxSubscriptions,
+		ListenKeepAlive:    cfg.listenKeepAlive,
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {

@@ -51,6 +51,12 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("mcpserver: %w", err)
 	}
 	eng.Start(ctx)
+	if f := s.opts.ChangeFeed; f != nil {
+		fctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); f.Run(fctx) }()
+		s.stopFeed = func() { cancel(); <-done }
+	}
 	s.eng.Store(eng)
 	return nil
 }
@@ -60,7 +66,7 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) Engine() *engine.Engine { return s.eng.Load() }
 
 // Shutdown drains the server and closes its store: [Server.ReadyHandler]
-// says not ready from then on, the engine stops claiming tasks, tasks
+// says not ready from then on, open task subscriptions end, the engine stops claiming tasks, tasks
 // waiting for input are released for another process to resume (tools
 // whose RetryPolicy re-runs them), and running handlers get until ctx is
 // done to finish. Handlers still running then are cancelled with cause
@@ -75,6 +81,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if err = eng.Shutdown(ctx); err != nil {
 			err = fmt.Errorf("mcpserver: tasks still running at the drain deadline resume elsewhere after their lease: %w", err)
 		}
+	}
+	s.EndSubscriptions()
+	s.mu.Lock()
+	stopFeed := s.stopFeed
+	s.mu.Unlock()
+	if stopFeed != nil {
+		stopFeed() // before the store closes under it
 	}
 	if s.opts.Store != nil {
 		if cerr := s.opts.Store.Close(); cerr != nil {

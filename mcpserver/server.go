@@ -47,6 +47,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -107,6 +108,26 @@ type Options struct {
 	// rather than browsers) are served. [New] panics on an entry that
 	// [CheckOrigin] refuses.
 	AllowedOrigins []string
+	// ChangeFeed tells task subscriptions (subscriptions/listen with
+	// notifications.taskIds) which tasks changed: a feed of Store's
+	// (changefeed.New(st, nil)), which the server runs from [Server.Start]
+	// to [Server.Shutdown]; others (the console, a read cache) may watch
+	// it too. Nil
+	// means the server offers no task notifications: such a listen is
+	// acknowledged with an empty taskIds and ends at once (clients poll).
+	ChangeFeed *changefeed.Feed
+	// MaxSubscriptions bounds the task subscriptions a principal may hold
+	// open at once (DefaultMaxSubscriptions if zero); MaxSubscribedTasks
+	// the task ids they may name together, and one of them alone
+	// (DefaultMaxSubscribedTasks if zero). Past them a listen gets HTTP
+	// 429 and CodeTooManySubscriptions, or -32602 for one listen that
+	// names too many ids.
+	MaxSubscriptions   int
+	MaxSubscribedTasks int
+	// ListenKeepAlive is how often an idle task subscription sends an SSE
+	// comment, so that proxies keep it open (DefaultListenKeepAlive if
+	// zero).
+	ListenKeepAlive time.Duration
 	// DisableFastPath serves tasks/get, tasks/update and tasks/cancel
 	// through go-sdk's handler like every other method, at several times
 	// the cost; the answers are the same, as SSE instead of JSON.
@@ -143,10 +164,15 @@ type Server struct {
 	tools    map[string]*toolEntry
 	eng      atomic.Pointer[engine.Engine] // set by Start
 	draining atomic.Bool                   // set by Shutdown
+	stopFeed func()                        // stops Options.ChangeFeed and waits for it; set by Start
 
 	origins    *http.CrossOriginProtection
 	limits     limits
 	polls      *pollLimiter // nil without Options.MinPollInterval
+	subs       *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
+	// ending is closed by EndSubscriptions.
+	ending     chan struct{}
+	endOnce    sync.Once
 	inflight   *budget      // Options.MaxInflightBytes
 	sessionKey []byte       // signs 2025-11-25 session ids
 	trc        trace.Tracer // nil without Options.TracerProvider
@@ -154,7 +180,7 @@ type Server struct {
 
 // New returns a Server for the implementation impl.
 func New(impl *mcp.Implementation, opts *Options) *Server {
-	s := &Server{impl: impl, tools: map[string]*toolEntry{}}
+	s := &Server{impl: impl, tools: map[string]*toolEntry{}, ending: make(chan struct{})}
 	// An Implementation is plain data: it always encodes.
 	s.resultMeta, _ = json.Marshal(mcp.Meta{mcp.MetaKeyServerInfo: impl})
 	if opts != nil {
@@ -181,6 +207,13 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MinPollInterval > 0 {
 		s.polls = &pollLimiter{min: s.opts.MinPollInterval, now: time.Now, max: maxPollEntries, last: map[string]time.Time{}}
 	}
+	if s.opts.MaxSubscriptions <= 0 {
+		s.opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if s.opts.MaxSubscribedTasks <= 0 {
+		s.opts.MaxSubscribedTasks = DefaultMaxSubscribedTasks
+	}
+	s.subs = &subLimiter{maxSubs: s.opts.MaxSubscriptions, maxIDs: s.opts.MaxSubscribedTasks, held: map[string]subCount{}}
 	s.sessionKey = sessionKey(s.opts.SessionKey)
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)
@@ -220,6 +253,14 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	s.mcp.AddReceivingMiddleware(s.middleware)
 	s.addTaskMethods()
 	return s
+}
+
+// EndSubscriptions ends every open task subscription, and every later
+// one right after its acknowledgement, with the listen's response, as a
+// server shutting down does (register it with http.Server.RegisterOnShutdown,
+// which otherwise waits for the streams).
+func (s *Server) EndSubscriptions() {
+	s.endOnce.Do(func() { close(s.ending) })
 }
 
 // MCPServer returns the underlying go-sdk server, for registering plain

@@ -326,6 +326,12 @@ func parseConfig(data []byte, cfg *serverConfig) error {
 			cfg.maxBodyBytes = n
 		case "allowed-origins":
 			cfg.allowedOrigins = strings.Fields(v)
+		case "max-subscribed-tasks":
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				return err
+			}
+			cfg.maxSubscribedTasks = n
 		case "max-json-depth":
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil {

@@ -260,9 +260,11 @@ type CancelParams struct {
 	AtOnce bool
 }
 
-// Listener is implemented by stores that tell every process about changes
-// made by any process (Postgres LISTEN/NOTIFY). Engines use it to wake the
-// right worker at once; without it they poll.
+// Listener is implemented by stores that tell about changes: Postgres
+// tells every process about the changes of any process (LISTEN/NOTIFY);
+// memory and sqlite tell the changes made through the store value
+// ([Broadcast]). Engines use it to wake the right worker at once, and
+// changefeed to tell subscribers which tasks changed; without it they poll.
 type Listener interface {
 	// Listen delivers events until ctx is done. Events may be lost or
 	// coalesced: they are a fast path in front of polling, never the only
@@ -279,6 +281,16 @@ const (
 	EventCreated   EventKind = "created"   // a task was created: claim it
 	EventAnswered  EventKind = "answered"  // input arrived for a task
 	EventCancelled EventKind = "cancelled" // a cancel was requested
+	// EventUpdated: anything else a poll could see changed: the status
+	// message, input requested, the task finished.
+	EventUpdated EventKind = "updated"
+	// EventDown: the store stopped announcing changes (its LISTEN
+	// connection dropped); until the next EventResync nothing is
+	// announced. It has no TaskID.
+	EventDown EventKind = "down"
+	// EventResync: events were lost (a full buffer, a dropped LISTEN
+	// connection, now back): any task may have changed. It has no TaskID.
+	EventResync EventKind = "resync"
 )
 
 // Event is a change to one task.

@@ -19,6 +19,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/store/postgres"
 	"github.com/mcptasks/mcptasks/store/sqlite"
@@ -45,7 +46,7 @@ type runFlags struct {
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable, one machine), postgres://USER@HOST/DB (durable, shared by replicas) or memory: (lost on exit)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: store, the most bytes of task records kept in memory to answer tasks/get polls without reading the file (a record over a sixteenth of it is not kept)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: or postgres:// store, the most bytes of task records kept in memory to answer tasks/get polls without reading the store (a record over a sixteenth of it is not kept)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
@@ -85,19 +86,25 @@ type runtime struct {
 	st  store.Store // the server's; it closes it
 	srv *mcpserver.Server
 	tp  *sdktrace.TracerProvider // nil when tracing is off
+	// feed is the store's change feed (serve only; nil for worker): task
+	// subscriptions, the Postgres read cache and the console use it.
+	feed *changefeed.Feed // run by srv from its Start to its Shutdown
 }
 
 // runtimeOptions are the settings of a runtime that are not flags of every
 // command.
 type runtimeOptions struct {
-	maxBody         int64         // request body bound of the MCP endpoint (serve)
-	maxInflight     int64         // bound on the bytes of requests in flight (serve)
-	maxJSONDepth    int           // nesting bound of request bodies (serve)
-	maxArguments    int64         // tools/call arguments bound (serve)
-	minPollInterval time.Duration // optional poll limit (serve)
-	allowedOrigins  []string      // browser origins besides the server's own (serve)
-	tools           *toolSet      // what to serve; the built-in tools if nil
-	sessionKey      []byte        // signs 2025-11-25 session ids (serve); random if nil
+	maxBody                            int64         // request body bound of the MCP endpoint (serve)
+	maxInflight                        int64         // bound on the bytes of requests in flight (serve)
+	maxJSONDepth                       int           // nesting bound of request bodies (serve)
+	maxArguments                       int64         // tools/call arguments bound (serve)
+	minPollInterval                    time.Duration // optional poll limit (serve)
+	allowedOrigins                     []string      // browser origins besides the server's own (serve)
+	feed                               bool          // run the store's change feed (serve)
+	noReadCache                        bool          // no read cache for a postgres store (serve)
+	maxSubscriptions, maxSubscribedIDs int           // bounds of task subscriptions per principal (serve)
+	tools                              *toolSet      // what to serve; the built-in tools if nil
+	sessionKey                         []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
 
 // newRuntime validates f and builds the runtime.
@@ -149,6 +156,18 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if workers == 0 {
 		workers = -1 // the engine's "none"
 	}
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
+	var feed *changefeed.Feed
+	if o.feed {
+		feed = changefeed.New(st, &changefeed.Options{Logger: log})
+		if pg, ok := st.(*postgres.Store); ok && !o.noReadCache {
+			pg.UseReadCache(feed, 0, f.cacheBytes)
+		}
+	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
 		Store:             st,
 		Engine:            &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: suspendAfter(f.suspendAfter)},
@@ -162,12 +181,15 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		AllowedOrigins:    o.allowedOrigins,
 		Logger:            log,
 		TracerProvider:    tracing,
+		ChangeFeed:        feed,
+
+		MaxSubscriptions:   o.maxSubscriptions,
+		MaxSubscribedTasks: o.maxSubscribedIDs,
 	})
 	if err := ts.register(srv); err != nil {
-		st.Close()
 		return nil, err
 	}
-	return &runtime{log: log, st: st, srv: srv, tp: tp}, nil
+	return &runtime{log: log, st: st, srv: srv, tp: tp, feed: feed}, nil
 }
 
 // start starts the server's engine: its workers and sweeper run until

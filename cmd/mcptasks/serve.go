@@ -33,6 +33,9 @@ type serveFlags struct {
 	allowedOrigins    []string
 	pprofListen       string
 	stdio             bool
+	noReadCache       bool
+	maxSubscriptions  int
+	maxSubscribedIDs  int
 	sessionKeyFile    string
 	console           consoleFlags
 	tools             *toolSet // what to serve; the built-in tools if nil
@@ -78,6 +81,9 @@ process once their lease expires.`,
 	fl.Int64Var(&f.maxArgumentsBytes, "max-arguments-bytes", mcpserver.DefaultMaxArgumentsBytes, "largest tools/call arguments accepted, in bytes; larger ones get -32602")
 	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
+	fl.BoolVar(&f.noReadCache, "no-read-cache", false, "with a postgres:// store, read every tasks/get from the database instead of from the cache that LISTEN/NOTIFY keeps true (README: Postgres read cache); the cache is off anyway while LISTEN is down")
+	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most task subscriptions (subscriptions/listen with taskIds) one principal may hold open at once; past it a listen gets HTTP 429 and -31001")
+	fl.IntVar(&f.maxSubscribedIDs, "max-subscribed-tasks", mcpserver.DefaultMaxSubscribedTasks, "most task ids one principal's open subscriptions may name together (and one subscription alone, else -32602)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
 	return cmd
 }
@@ -99,6 +105,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
 		}
+	}
+	if f.maxSubscriptions <= 0 || f.maxSubscribedIDs <= 0 {
+		return fmt.Errorf("--max-subscriptions and --max-subscribed-tasks must be positive, got %d and %d", f.maxSubscriptions, f.maxSubscribedIDs)
 	}
 	for _, o := range f.allowedOrigins {
 		if err := mcpserver.CheckOrigin(o); err != nil {
@@ -123,7 +132,8 @@ func serve(ctx context.Context, f *serveFlags) error {
 	}
 	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes,
 		maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
-		tools: f.tools, sessionKey: sessionKey}
+		tools: f.tools, sessionKey: sessionKey, feed: true, noReadCache: f.noReadCache,
+		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs}
 	if f.stdio {
 		if tokens != nil {
 			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
@@ -181,6 +191,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 		IdleTimeout:       f.idleTimeout,
 		ErrorLog:          slog.NewLogLogger(rt.log.Handler(), slog.LevelWarn),
 	}
+	// Open task subscriptions end with their response, so that Shutdown
+	// need not wait for them.
+	hs.RegisterOnShutdown(rt.srv.EndSubscriptions)
 	if err := rt.start(ctx); err != nil {
 		ln.Close()
 		return err
@@ -188,7 +201,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", f.store, "workers", f.workers)
 	var cs *consoleServer
 	if consoleLn != nil {
-		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.srv.Engine(), rt.log); err != nil {
+		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.feed, rt.srv.Engine(), rt.log); err != nil {
 			ln.Close()
 			rt.drain(f.drainTimeout)
 			return err

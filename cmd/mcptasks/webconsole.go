@@ -16,6 +16,7 @@ import (
 	webconsole "github.com/mcptasks/mcptasks/console"
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 )
 
 // defaultConsoleListen is the address of "mcptasks console".
@@ -68,11 +69,11 @@ func (f *consoleFlags) listenConsole(prefix string) (*webconsole.Tokens, net.Lis
 
 // startConsole serves the console of st on ln until ctx is done, and
 // returns the server to shut down.
-func (f *consoleFlags) startConsole(ctx context.Context, ln net.Listener, toks *webconsole.Tokens, st store.Store, eng *engine.Engine, log *slog.Logger) (*consoleServer, error) {
+func (f *consoleFlags) startConsole(ctx context.Context, ln net.Listener, toks *webconsole.Tokens, st store.Store, feed *changefeed.Feed, eng *engine.Engine, log *slog.Logger) (*consoleServer, error) {
 	con, err := webconsole.New(st, eng, &webconsole.Options{
 		Tokens: toks,
 		Redact: f.redact,
-		Feed:   webconsole.NewStoreFeed(ctx, st, webconsole.DefaultPollInterval, log),
+		Feed:   webconsole.NewStoreFeed(feed, webconsole.DefaultPollInterval),
 		Logger: log,
 	})
 	if err != nil {
@@ -152,7 +153,12 @@ func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel stri
 		ln.Close()
 		return err
 	}
-	cs, err := f.startConsole(ctx, ln, toks, st, eng, log)
+	feed := changefeed.New(st, &changefeed.Options{Logger: log})
+	fctx, stopFeed := context.WithCancel(ctx)
+	fdone := make(chan struct{})
+	go func() { defer close(fdone); feed.Run(fctx) }()
+	defer func() { stopFeed(); <-fdone }()
+	cs, err := f.startConsole(ctx, ln, toks, st, feed, eng, log)
 	if err != nil {
 		ln.Close()
 		return err

@@ -19,12 +19,23 @@ type Store struct {
 	mu    sync.Mutex
 	tasks map[string]*task.Record
 	keys  map[idemKey]string // task id by principal and idempotency key
+	// events announces each change a poll could see (see Listen).
+	events store.Broadcast
 }
 
 // idemKey is a principal's idempotency key.
 type idemKey struct{ principal, key string }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
+
+// Listen implements [store.Listener]: the changes made through s, each
+// announced after it is made.
+func (s *Store) Listen(ctx context.Context) (<-chan store.Event, error) {
+	return s.events.Listen(ctx)
+}
 
 // New returns an empty Store.
 func New() *Store {
@@ -49,6 +60,7 @@ func (s *Store) Create(_ context.Context, r *task.Record) error {
 	if r.IdempotencyKey != "" {
 		s.keys[k] = r.ID
 	}
+	s.events.Publish(store.Event{Kind: store.EventCreated, TaskID: r.ID})
 	return nil
 }
 
@@ -101,8 +113,8 @@ func (s *Store) Claim(_ context.Context, p store.ClaimParams) ([]store.Claimed, 
 }
 
 // modify runs fn on a copy of the task with the id and keeps the copy if fn
-// succeeds.
-func (s *Store) modify(id string, fn func(r *task.Record) error) (*task.Record, error) {
+// succeeds; then it announces the change ev, if ev is not "".
+func (s *Store) modify(id string, ev store.EventKind, fn func(r *task.Record) error) (*task.Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.tasks[id]
@@ -114,12 +126,15 @@ func (s *Store) modify(id string, fn func(r *task.Record) error) (*task.Record, 
 		return nil, err
 	}
 	s.tasks[id] = c
+	if ev != "" {
+		s.events.Publish(store.Event{Kind: ev, TaskID: id})
+	}
 	return c.Clone(), nil
 }
 
 // fenced is modify for worker writes: a missing task is a lost lease.
-func (s *Store) fenced(id string, fn func(r *task.Record) error) error {
-	_, err := s.modify(id, fn)
+func (s *Store) fenced(id string, ev store.EventKind, fn func(r *task.Record) error) error {
+	_, err := s.modify(id, ev, fn)
 	if err == store.ErrNotFound {
 		return store.ErrLeaseLost
 	}
@@ -128,7 +143,7 @@ func (s *Store) fenced(id string, fn func(r *task.Record) error) error {
 
 // Heartbeat implements [store.Store].
 func (s *Store) Heartbeat(_ context.Context, p store.HeartbeatParams) (cancel bool, err error) {
-	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+	err = s.fenced(p.ID, "", func(r *task.Record) (err error) {
 		cancel, err = store.ApplyHeartbeat(r, p)
 		return err
 	})
@@ -155,12 +170,12 @@ func (s *Store) HeartbeatMany(_ context.Context, p store.HeartbeatManyParams) ([
 
 // Release implements [store.Store].
 func (s *Store) Release(_ context.Context, p store.FenceParams) error {
-	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyRelease(r, p) })
+	return s.fenced(p.ID, store.EventUpdated, func(r *task.Record) error { return store.ApplyRelease(r, p) })
 }
 
 // SetStatusMessage implements [store.Store].
 func (s *Store) SetStatusMessage(_ context.Context, p store.StatusMessageParams) error {
-	return s.fenced(p.ID, func(r *task.Record) error {
+	return s.fenced(p.ID, store.EventUpdated, func(r *task.Record) error {
 		_, err := store.ApplyStatusMessage(r, p)
 		return err
 	})
@@ -168,7 +183,7 @@ func (s *Store) SetStatusMessage(_ context.Context, p store.StatusMessageParams)
 
 // RequestInput implements [store.Store].
 func (s *Store) RequestInput(_ context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+	err = s.fenced(p.ID, store.EventUpdated, func(r *task.Record) (err error) {
 		answers, _, err = store.ApplyRequestInput(r, p)
 		return err
 	})
@@ -177,7 +192,7 @@ func (s *Store) RequestInput(_ context.Context, p store.RequestInputParams) (ans
 
 // SaveStep implements [store.Store].
 func (s *Store) SaveStep(_ context.Context, p store.StepParams) (stored json.RawMessage, err error) {
-	err = s.fenced(p.ID, func(r *task.Record) (err error) {
+	err = s.fenced(p.ID, "", func(r *task.Record) (err error) {
 		stored, _, err = store.ApplyStep(r, p)
 		stored = slices.Clone(stored) // the record keeps its own
 		return err
@@ -187,12 +202,12 @@ func (s *Store) SaveStep(_ context.Context, p store.StepParams) (stored json.Raw
 
 // Finish implements [store.Store].
 func (s *Store) Finish(_ context.Context, p store.FinishParams) error {
-	return s.fenced(p.ID, func(r *task.Record) error { return store.ApplyFinish(r, p) })
+	return s.fenced(p.ID, store.EventUpdated, func(r *task.Record) error { return store.ApplyFinish(r, p) })
 }
 
 // Answer implements [store.Store].
 func (s *Store) Answer(_ context.Context, p store.AnswerParams) (accepted []string, err error) {
-	_, err = s.modify(p.ID, func(r *task.Record) (err error) {
+	_, err = s.modify(p.ID, store.EventAnswered, func(r *task.Record) (err error) {
 		accepted, err = store.ApplyAnswer(r, p)
 		return err
 	})
@@ -201,7 +216,7 @@ func (s *Store) Answer(_ context.Context, p store.AnswerParams) (accepted []stri
 
 // RequestCancel implements [store.Store].
 func (s *Store) RequestCancel(_ context.Context, p store.CancelParams) (*task.Record, error) {
-	return s.modify(p.ID, func(r *task.Record) error {
+	return s.modify(p.ID, store.EventCancelled, func(r *task.Record) error {
 		_, err := store.ApplyCancel(r, p)
 		return err
 	})

@@ -44,7 +44,7 @@ func parseEvent(payload string) (store.Event, bool) {
 		return store.Event{}, false
 	}
 	switch k := store.EventKind(kind); k {
-	case store.EventCreated, store.EventAnswered, store.EventCancelled:
+	case store.EventCreated, store.EventAnswered, store.EventCancelled, store.EventUpdated:
 		return store.Event{Kind: k, TaskID: id}, true
 	}
 	return store.Event{}, false
@@ -57,11 +57,13 @@ func parseEvent(payload string) (store.Event, bool) {
 // closes the channel.
 //
 // The channel is buffered ([Options.EventBuffer]); an event that finds it
-// full is dropped, since events are only a fast path in front of polling.
-// When the connection drops, Listen reconnects with a growing delay (about
-// 100ms at first, doubling up to 5s); events sent meanwhile are lost.
-// Listen does not coalesce events: a consumer that reacts to bursts
-// debounces them itself.
+// full is dropped, and the channel receives [store.EventResync] in its
+// place as soon as it has room, before any later event. When the
+// connection drops, the channel receives [store.EventDown], and Listen
+// reconnects with a growing delay (about 100ms at first, doubling up to
+// 5s); events sent meanwhile are lost, and once the connection is back the
+// channel receives EventResync. Listen does not coalesce events: a
+// consumer that reacts to bursts debounces them itself.
 //
 // The first connection is made before Listen returns, so an unreachable
 // database is an error. The connection needs a session of its own: through
@@ -114,21 +116,44 @@ func (s *Store) listenConn(ctx context.Context) (*pgx.Conn, error) {
 // listen delivers the notifications of conn to events until ctx is done,
 // reconnecting when the connection fails.
 func (s *Store) listen(ctx context.Context, conn *pgx.Conn, events chan<- store.Event) {
+	// send delivers a control event, waiting for room: it must not be
+	// lost.
+	send := func(kind store.EventKind) bool {
+		select {
+		case events <- store.Event{Kind: kind}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	lost := false
 	for {
+		if lost {
+			if !send(store.EventResync) {
+				closeConn(conn)
+				return
+			}
+			lost = false
+		}
 		n, err := conn.WaitForNotification(ctx)
 		if err == nil {
 			if ev, ok := parseEvent(n.Payload); ok {
 				select {
 				case events <- ev:
-				default: // full: the consumer polls anyway
+				default: // full: a resync takes its place
+					lost = true
 				}
 			}
 			continue
 		}
 		closeConn(conn)
+		if ctx.Err() != nil || !send(store.EventDown) {
+			return
+		}
 		if conn = s.reconnect(ctx); conn == nil {
 			return
 		}
+		lost = true
 	}
 }
 

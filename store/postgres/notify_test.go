@@ -99,6 +99,8 @@ func TestListen_Events(t *testing.T) {
 		Requests: map[string]json.RawMessage{"a": json.RawMessage(`{}`), "b": json.RawMessage(`{}`)}}); err != nil {
 		t.Fatal(err)
 	}
+	// What a poll could see changed: input is requested.
+	wantEvent(t, events, store.Event{Kind: store.EventUpdated, TaskID: "t1"})
 	if _, err := w.Answer(ctx, store.AnswerParams{ID: "t1", Principal: "alice", Now: at(2 * time.Second),
 		Responses: map[string]json.RawMessage{"zzz": json.RawMessage(`1`)}}); err != nil {
 		t.Fatal(err)
@@ -126,10 +128,12 @@ func TestListen_Events(t *testing.T) {
 	}
 	wantEvent(t, events, store.Event{Kind: store.EventCreated, TaskID: "marker2"})
 
-	// A task nobody holds is cancelled at once: no worker to tell.
+	// A task nobody holds is cancelled at once: no worker to tell, but
+	// what a poll sees changed.
 	if _, err := w.RequestCancel(ctx, store.CancelParams{ID: "marker1", Principal: "alice", Now: at(5 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
+	wantEvent(t, events, store.Event{Kind: store.EventUpdated, TaskID: "marker1"})
 	if err := w.Create(ctx, newTask("marker3")); err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +217,8 @@ func listenerPID(t *testing.T, s *Store, channel string, not int32) int32 {
 }
 
 // TestListen_Reconnects checks that Listen survives the loss of its
-// connection: it reconnects, and later events arrive.
+// connection: it says so (EventDown), reconnects, says that events may
+// have been lost meanwhile (EventResync), and later events arrive.
 func TestListen_Reconnects(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -226,7 +231,9 @@ func TestListen_Reconnects(t *testing.T) {
 		if err := w.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, pid).Scan(&ok); err != nil || !ok {
 			t.Fatalf("pg_terminate_backend(%d) = %v, %v", pid, ok, err)
 		}
+		wantEvent(t, events, store.Event{Kind: store.EventDown})
 		pid = listenerPID(t, w, channel, pid)
+		wantEvent(t, events, store.Event{Kind: store.EventResync})
 		id := []string{"after1", "after2"}[round]
 		if err := w.Create(ctx, newTask(id)); err != nil {
 			t.Fatal(err)
@@ -312,6 +319,36 @@ func TestParseEvent(t *testing.T) {
 		got, ok := parseEvent(tt.payload)
 		if got != tt.want || ok != tt.ok {
 			t.Errorf("parseEvent(%q) = %+v, %v; want %+v, %v", tt.payload, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestListen_Overflow checks that an event that finds the channel full is
+// not lost silently: a resync takes its place, before later events.
+func TestListen_Overflow(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	channel := testChannel()
+	l := open(t, dsn, &Options{NotifyChannel: channel, EventBuffer: 1})
+	w := open(t, dsn, &Options{NotifyChannel: channel})
+	events := listen(t, l)
+	for _, id := range []string{"a", "b"} {
+		if err := w.Create(ctx, newTask(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantEvent(t, events, store.Event{Kind: store.EventCreated, TaskID: "a"})
+	// b was dropped or not, depending on how fast the test read a.
+	if got := next(t, events); got != (store.Event{Kind: store.EventCreated, TaskID: "b"}) && got.Kind != store.EventResync {
+		t.Fatalf("event = %+v, want b or a resync", got)
+	}
+	if err := w.Create(ctx, newTask("c")); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if got := next(t, events); got.TaskID == "c" {
+			break
 		}
 	}
 }

@@ -76,6 +76,8 @@ type Options struct {
 type Store struct {
 	pool *pgxpool.Pool
 	opts Options
+	// cache answers GetFor; nil without UseReadCache.
+	cache *readCache
 
 	// closing is cancelled by Close; it stops the Listen goroutines,
 	// which listeners counts. mu guards closed and the listeners count

@@ -40,7 +40,9 @@ func openTemp(t testing.TB) *Store {
 
 func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store {
-		s, err := Open(context.Background(), pgtest.DSN(t), nil)
+		// A channel of its own: the suite's Listen test must not hear
+		// the tasks of other tests, which have the same ids.
+		s, err := Open(context.Background(), pgtest.DSN(t), &Options{NotifyChannel: testChannel()})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}

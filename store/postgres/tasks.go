@@ -77,8 +77,19 @@ func (s *Store) Get(ctx context.Context, id string) (*task.Record, error) {
 // GetFor implements [store.Store]. It is one primary-key read whose
 // principal filter the server applies: another principal's row is never
 // sent.
+//
+// With a read cache ([Store.UseReadCache]) it answers from the cache when
+// it can.
 func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record, error) {
-	return s.read(ctx, getForSQL, id, principal)
+	r, gen := s.cache.get(id, principal)
+	if r != nil {
+		return r, nil
+	}
+	r, err := s.read(ctx, getForSQL, id, principal)
+	if err == nil {
+		s.cache.fill(r, gen)
+	}
+	return r, err
 }
 
 // read runs the query q of one task.
@@ -146,15 +157,16 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 		out = r
 		return nil
 	})
+	s.cache.drop(id) // after the commit (or its failure): a later GetFor reads it again
 	return out, err
 }
 
-// fenced is modify for worker writes: a missing task is a lost lease, and
-// they send no events.
-func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) error {
+// fenced is modify for worker writes: a missing task is a lost lease. A
+// write that changed the task sends the event ev, if ev is not "".
+func (s *Store) fenced(ctx context.Context, op, id string, ev store.EventKind, fn func(r *task.Record) (changed bool, err error)) error {
 	_, err := s.modify(ctx, op, id, func(r *task.Record) (bool, store.EventKind, error) {
 		changed, err := fn(r)
-		return changed, "", err
+		return changed, ev, err
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ErrLeaseLost
@@ -164,21 +176,21 @@ func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Recor
 
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
-	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "release", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return true, store.ApplyRelease(r, p)
 	})
 }
 
 // SetStatusMessage implements [store.Store].
 func (s *Store) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
-	return s.fenced(ctx, "set status message", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "set status message", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return store.ApplyStatusMessage(r, p)
 	})
 }
 
 // RequestInput implements [store.Store].
 func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	err = s.fenced(ctx, "request input", p.ID, func(r *task.Record) (changed bool, err error) {
+	err = s.fenced(ctx, "request input", p.ID, store.EventUpdated, func(r *task.Record) (changed bool, err error) {
 		answers, changed, err = store.ApplyRequestInput(r, p)
 		return changed, err
 	})
@@ -187,7 +199,7 @@ func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (a
 
 // SaveStep implements [store.Store].
 func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
-	err = s.fenced(ctx, "save step", p.ID, func(r *task.Record) (changed bool, err error) {
+	err = s.fenced(ctx, "save step", p.ID, "", func(r *task.Record) (changed bool, err error) {
 		stored, changed, err = store.ApplyStep(r, p)
 		return changed, err
 	})
@@ -196,7 +208,7 @@ func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.R
 
 // Finish implements [store.Store].
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
-	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "finish", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return true, store.ApplyFinish(r, p)
 	})
 }
@@ -213,13 +225,16 @@ func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []st
 
 // RequestCancel implements [store.Store]. When it sets CancelRequested on a
 // held task it sends a cancelled event, so that the worker holding it
-// stops at once.
+// stops at once; when it cancels the task at once, an updated event.
 func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
 	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, store.EventKind, error) {
 		changed, err := store.ApplyCancel(r, p)
 		var ev store.EventKind
-		if changed && !r.Status.Terminal() && r.CancelRequested {
+		switch {
+		case changed && !r.Status.Terminal() && r.CancelRequested:
 			ev = store.EventCancelled
+		case changed:
+			ev = store.EventUpdated
 		}
 		return changed, ev, err
 	})

@@ -270,3 +270,55 @@ func TestCache_OtherProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestListen_OtherProcess checks that a write made through another handle
+// on the same file (as by a worker process beside serve) reaches a
+// listener as a resync, with the cache on and off; the listener's own
+// writes come one by one.
+func TestListen_OtherProcess(t *testing.T) {
+	t.Parallel()
+	for _, size := range []int{0, -1} {
+		t.Run(fmt.Sprintf("CacheSize=%d", size), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			path := filepath.Join(t.TempDir(), "tasks.db")
+			a, err := Open(ctx, path, &Options{CacheSize: size})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := Open(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			events, err := a.Listen(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := func(kind store.EventKind, id string) {
+				t.Helper()
+				timeout := time.After(10 * time.Second)
+				for {
+					select {
+					case ev := <-events:
+						if ev.Kind == kind && ev.TaskID == id {
+							return
+						}
+					case <-timeout:
+						t.Fatalf("no %s event for %q within 10 s", kind, id)
+					}
+				}
+			}
+			if err := a.Create(ctx, newTask("own")); err != nil {
+				t.Fatal(err)
+			}
+			want(store.EventCreated, "own")
+			if err := b.Create(ctx, newTask("other")); err != nil {
+				t.Fatal(err)
+			}
+			want(store.EventResync, "")
+		})
+	}
+}

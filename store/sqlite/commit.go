@@ -57,8 +57,8 @@ func (s *Store) commitLoop() {
 	refresh.Stop()
 	defer refresh.Stop()
 	check := func() {
-		if s.checkForeign() {
-			refresh.Reset(s.cache.maxStale / 2)
+		if d := s.checkForeign(); d > 0 {
+			refresh.Reset(d)
 		}
 	}
 	for {
@@ -67,6 +67,9 @@ func (s *Store) commitLoop() {
 		case <-s.stop:
 			return
 		case <-s.cache.probeC():
+			check()
+			continue
+		case <-s.listenProbe:
 			check()
 			continue
 		case <-refresh.C:
@@ -88,21 +91,45 @@ func (s *Store) commitLoop() {
 	}
 }
 
+// listenCheck is how often the commit loop looks for the writes of other
+// processes while a Listen channel is open: they are announced as a resync
+// at most this late.
+const listenCheck = 100 * time.Millisecond
+
 // checkForeign reads the write connection's data_version, which changes
-// when another process commits, and tells the cache. It reports whether
-// the cache was read since the previous check.
-func (s *Store) checkForeign() (used bool) {
-	if s.cache == nil {
-		return false
+// when another process commits, and tells the cache and, as a resync, the
+// listeners (the store announces only its own writes one by one). It
+// returns when to check again: soon while the cache was read since the
+// previous check or someone listens, never (0) otherwise.
+func (s *Store) checkForeign() (again time.Duration) {
+	listening := s.events.Listening()
+	if s.cache == nil && !listening {
+		return 0
 	}
-	t := s.cache.now()
+	var t time.Time
+	if s.cache != nil {
+		t = s.cache.now()
+	}
 	var v int64
-	if err := s.ws.dataVersion.QueryRowContext(context.Background()).Scan(&v); err != nil {
-		return s.cache.checked(time.Time{}, true) // unsure: forget everything
+	foreign := true // unsure: forget everything
+	if err := s.ws.dataVersion.QueryRowContext(context.Background()).Scan(&v); err == nil {
+		foreign = v != s.dataVersion
+		s.dataVersion = v
+	} else {
+		t = time.Time{}
 	}
-	foreign := v != s.dataVersion
-	s.dataVersion = v
-	return s.cache.checked(t, foreign)
+	if s.cache.checked(t, foreign) {
+		again = s.cache.maxStale / 2
+	}
+	if listening {
+		if foreign {
+			s.events.Publish(store.Event{Kind: store.EventResync})
+		}
+		if again == 0 || again > listenCheck {
+			again = listenCheck
+		}
+	}
+	return again
 }
 
 // commitGroup runs the group's writes in one transaction on the write
@@ -175,7 +202,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	if err != nil {
 		return fmt.Errorf("sqlite: create task: %w", err)
 	}
-	return s.inTx(ctx, "create task", func(tx *wtx) error {
+	err = s.inTx(ctx, "create task", func(tx *wtx) error {
 		if err := s.takeKey(tx, r); err != nil {
 			return err
 		}
@@ -190,6 +217,10 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		}
 		return nil
 	})
+	if err == nil {
+		s.events.Publish(store.Event{Kind: store.EventCreated, TaskID: r.ID})
+	}
+	return err
 }
 
 // takeKey checks, in a create's transaction, that no live task of r's

@@ -100,9 +100,32 @@ type Store struct {
 	stop      chan struct{} // closed by Close
 	stopped   chan struct{} // closed when commitLoop has returned
 	closeOnce sync.Once
+
+	// events announces each change this value commits (see Listen).
+	events store.Broadcast
+	// listenProbe asks the commit loop to start looking for other
+	// processes' writes (Listen).
+	listenProbe chan struct{}
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.Listener = (*Store)(nil)
+)
+
+// Listen implements [store.Listener]: the changes committed through s,
+// each announced after its commit. Commits of other processes that share
+// the file (a worker beside serve) are noticed through SQLite's
+// data_version, checked every 100 ms while someone listens, and announced
+// as an [store.EventResync].
+func (s *Store) Listen(ctx context.Context) (<-chan store.Event, error) {
+	ch, err := s.events.Listen(ctx)
+	select {
+	case s.listenProbe <- struct{}{}:
+	default:
+	}
+	return ch, err
+}
 
 // Open opens the SQLite database at path, creating the file if it does not
 // exist, and brings its schema to the latest version. The path is a file
@@ -171,7 +194,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	s := &Store{w: w, ws: ws, r: r, get: get, getFor: getFor, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{})}
+	s := &Store{w: w, ws: ws, r: r, get: get, getFor: getFor, writes: make(chan write), stop: make(chan struct{}), stopped: make(chan struct{}), listenProbe: make(chan struct{}, 1)}
 	if o.CacheSize > 0 {
 		s.cache = newCache(o.CacheSize, o.CacheBytes, o.CacheMaxStale)
 		s.checkForeign()

@@ -49,8 +49,10 @@ func (s *Store) read(ctx context.Context, id string, principal *string) (*task.R
 
 // modify loads the task with the id in a write transaction and runs fn on
 // it; if fn reports a change, the task is written back before the commit.
-// It returns the task as fn left it, or ErrNotFound.
-func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) (*task.Record, error) {
+// It returns the task as fn left it, or ErrNotFound. After a commit that
+// changed the task, it announces the change ev, if ev is not "".
+func (s *Store) modify(ctx context.Context, op, id string, ev store.EventKind, fn func(r *task.Record) (changed bool, err error)) (*task.Record, error) {
+	var changed bool
 	var out *task.Record
 	err := s.inTx(ctx, op, func(tx *wtx) error {
 		s.cache.drop(id)
@@ -61,24 +63,27 @@ func (s *Store) modify(ctx context.Context, op, id string, fn func(r *task.Recor
 		if err != nil {
 			return fmt.Errorf("sqlite: %s: load: %w", op, err)
 		}
-		changed, err := fn(r)
+		c, err := fn(r)
 		if err != nil {
 			return err
 		}
-		if changed {
+		if c {
 			if err := update(tx, r); err != nil {
 				return fmt.Errorf("sqlite: %s: %w", op, err)
 			}
 		}
-		out = r
+		out, changed = r, c
 		return nil
 	})
+	if err == nil && changed && ev != "" {
+		s.events.Publish(store.Event{Kind: ev, TaskID: id})
+	}
 	return out, err
 }
 
 // fenced is modify for worker writes: a missing task is a lost lease.
-func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Record) (changed bool, err error)) error {
-	_, err := s.modify(ctx, op, id, fn)
+func (s *Store) fenced(ctx context.Context, op, id string, ev store.EventKind, fn func(r *task.Record) (changed bool, err error)) error {
+	_, err := s.modify(ctx, op, id, ev, fn)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.ErrLeaseLost
 	}
@@ -87,7 +92,7 @@ func (s *Store) fenced(ctx context.Context, op, id string, fn func(r *task.Recor
 
 // Heartbeat implements [store.Store].
 func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	err = s.fenced(ctx, "heartbeat", p.ID, func(r *task.Record) (bool, error) {
+	err = s.fenced(ctx, "heartbeat", p.ID, "", func(r *task.Record) (bool, error) {
 		cancelRequested, err = store.ApplyHeartbeat(r, p)
 		return true, err
 	})
@@ -126,21 +131,21 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 
 // Release implements [store.Store].
 func (s *Store) Release(ctx context.Context, p store.FenceParams) error {
-	return s.fenced(ctx, "release", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "release", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return true, store.ApplyRelease(r, p)
 	})
 }
 
 // SetStatusMessage implements [store.Store].
 func (s *Store) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
-	return s.fenced(ctx, "set status message", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "set status message", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return store.ApplyStatusMessage(r, p)
 	})
 }
 
 // RequestInput implements [store.Store].
 func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	err = s.fenced(ctx, "request input", p.ID, func(r *task.Record) (changed bool, err error) {
+	err = s.fenced(ctx, "request input", p.ID, store.EventUpdated, func(r *task.Record) (changed bool, err error) {
 		answers, changed, err = store.ApplyRequestInput(r, p)
 		return changed, err
 	})
@@ -149,7 +154,7 @@ func (s *Store) RequestInput(ctx context.Context, p store.RequestInputParams) (a
 
 // SaveStep implements [store.Store].
 func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
-	err = s.fenced(ctx, "save step", p.ID, func(r *task.Record) (changed bool, err error) {
+	err = s.fenced(ctx, "save step", p.ID, "", func(r *task.Record) (changed bool, err error) {
 		stored, changed, err = store.ApplyStep(r, p)
 		return changed, err
 	})
@@ -158,14 +163,14 @@ func (s *Store) SaveStep(ctx context.Context, p store.StepParams) (stored json.R
 
 // Finish implements [store.Store].
 func (s *Store) Finish(ctx context.Context, p store.FinishParams) error {
-	return s.fenced(ctx, "finish", p.ID, func(r *task.Record) (bool, error) {
+	return s.fenced(ctx, "finish", p.ID, store.EventUpdated, func(r *task.Record) (bool, error) {
 		return true, store.ApplyFinish(r, p)
 	})
 }
 
 // Answer implements [store.Store].
 func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []string, err error) {
-	_, err = s.modify(ctx, "answer", p.ID, func(r *task.Record) (bool, error) {
+	_, err = s.modify(ctx, "answer", p.ID, store.EventAnswered, func(r *task.Record) (bool, error) {
 		accepted, err = store.ApplyAnswer(r, p)
 		return len(accepted) > 0, err
 	})
@@ -174,7 +179,7 @@ func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []st
 
 // RequestCancel implements [store.Store].
 func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
-	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, error) {
+	return s.modify(ctx, "request cancel", p.ID, store.EventCancelled, func(r *task.Record) (bool, error) {
 		return store.ApplyCancel(r, p)
 	})
 }

@@ -110,6 +110,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("HeartbeatMany", func(t *testing.T) { testHeartbeatMany(t, f) })
 	t.Run("Steps", func(t *testing.T) { testSteps(t, f) })
 	t.Run("CreateClaimed", func(t *testing.T) { testCreateClaimed(t, f) })
+	t.Run("Listen", func(t *testing.T) { testListen(t, f) })
 }
 
 // factory makes a fresh store for one subtest.

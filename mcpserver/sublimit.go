@@ -1,0 +1,72 @@
+package mcpserver
+
+import (
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Defaults of the bounds on task subscriptions (Options.MaxSubscriptions,
+// Options.MaxSubscribedTasks).
+const (
+	DefaultMaxSubscriptions   = 64
+	DefaultMaxSubscribedTasks = 1000
+)
+
+// CodeTooManySubscriptions is the JSON-RPC error code of a task
+// subscription refused because its principal holds too many open ones
+// (Options.MaxSubscriptions, Options.MaxSubscribedTasks). It is an
+// application code, outside the ranges the JSON-RPC and MCP specs reserve.
+const CodeTooManySubscriptions = -31001
+
+// subLimiter counts the open task subscriptions of each principal, and the
+// task ids they name, against the bounds. Counting happens in the guard,
+// before any store read, for both routes.
+type subLimiter struct {
+	maxSubs, maxIDs int
+
+	mu   sync.Mutex
+	held map[string]subCount // principals with open subscriptions only
+}
+
+type subCount struct{ subs, ids int }
+
+// take reserves a subscription of n ids for principal; it reports false
+// when that would pass a bound.
+func (l *subLimiter) take(principal string, n int) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.held[principal]
+	if c.subs+1 > l.maxSubs || c.ids+n > l.maxIDs {
+		return false
+	}
+	l.held[principal] = subCount{c.subs + 1, c.ids + n}
+	return true
+}
+
+// release gives back what take reserved.
+func (l *subLimiter) release(principal string, n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c := l.held[principal]
+	c.subs--
+	c.ids -= n
+	if c.subs <= 0 {
+		delete(l.held, principal)
+		return
+	}
+	l.held[principal] = c
+}
+
+// writeTooManySubscriptions answers a task subscription past the bounds:
+// HTTP 429, Retry-After, and CodeTooManySubscriptions.
+func (l *subLimiter) writeTooMany(w http.ResponseWriter, id []byte) {
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{
+		Code: CodeTooManySubscriptions,
+		Message: fmt.Sprintf("Too many open task subscriptions for this principal (at most %d subscriptions naming %d task ids together); close one, or poll with tasks/get",
+			l.maxSubs, l.maxIDs),
+	})
+}
