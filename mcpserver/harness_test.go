@@ -116,8 +116,8 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		MaxJSONDepth:      cfg.maxJSONDepth,
 		MaxArgumentsBytes: cfg.maxArgumentsBytes,
 
-		Store:  st,
-		Engine: &engine.Options{Workers: 4, SuspendAfter: cfg.suspendAfter},
+		Store:              st,
+		Engine:             &engine.Options{Workers: 4, SuspendAfter: cfg.suspendAfter},
 		ChangeFeed:         changefeed.New(st, nil),
 		MaxSubscribedTasks: cfg.maxSubscribedTasks,
 		MaxSubscriptions:   cfg.maxSubscriptions,

@@ -166,10 +166,10 @@ type Server struct {
 	draining atomic.Bool                   // set by Shutdown
 	stopFeed func()                        // stops Options.ChangeFeed and waits for it; set by Start
 
-	origins    *http.CrossOriginProtection
-	limits     limits
-	polls      *pollLimiter // nil without Options.MinPollInterval
-	subs       *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
+	origins *http.CrossOriginProtection
+	limits  limits
+	polls   *pollLimiter // nil without Options.MinPollInterval
+	subs    *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
 	// ending is closed by EndSubscriptions.
 	ending     chan struct{}
 	endOnce    sync.Once
