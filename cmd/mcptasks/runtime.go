@@ -198,6 +198,17 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	}
 	rt := &runtime{log: log, st: st, srv: srv, eng: eng, reg: reg, tp: tp, feed: feed, stopFeed: func() {}}
 	if feed != nil {
+		reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcptasks_change_feed_up", Help: "1 while the store announces changes (Postgres: the change feed's LISTEN connection is up), 0 while subscriptions and the read cache fall back to re-reading."},
+				func() float64 {
+					if feed.Up() {
+						return 1
+					}
+					return 0
+				}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcptasks_task_subscriptions", Help: "Task subscriptions (subscriptions/listen with taskIds) open on this process."},
+				func() float64 { return float64(srv.Subscriptions()) }),
+		)
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})
 		go func() { defer close(done); feed.Run(fctx) }()
