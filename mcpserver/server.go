@@ -227,6 +227,19 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 		s.reg = prometheus.NewRegistry()
 		s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	if feed := s.opts.ChangeFeed; feed != nil {
+		s.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcptasks_change_feed_up", Help: "1 while the store announces changes (Postgres: the change feed's LISTEN connection is up), 0 while subscriptions and the read cache fall back to re-reading."},
+				func() float64 {
+					if feed.Up() {
+						return 1
+					}
+					return 0
+				}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "mcptasks_task_subscriptions", Help: "Task subscriptions (subscriptions/listen with taskIds) open on this process."},
+				func() float64 { return float64(s.Subscriptions()) }),
+		)
+	}
 	so := &mcp.ServerOptions{}
 	if s.opts.ServerOptions != nil {
 		c := *s.opts.ServerOptions

@@ -29,6 +29,7 @@ type subLimiter struct {
 
 	mu   sync.Mutex
 	held map[string]subCount // principals with open subscriptions only
+	open int                 // subscriptions open, all principals
 }
 
 type subCount struct{ subs, ids int }
@@ -43,6 +44,7 @@ func (l *subLimiter) take(principal string, n int) bool {
 		return false
 	}
 	l.held[principal] = subCount{c.subs + 1, c.ids + n}
+	l.open++
 	return true
 }
 
@@ -50,6 +52,7 @@ func (l *subLimiter) take(principal string, n int) bool {
 func (l *subLimiter) release(principal string, n int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.open--
 	c := l.held[principal]
 	c.subs--
 	c.ids -= n
@@ -58,6 +61,14 @@ func (l *subLimiter) release(principal string, n int) {
 		return
 	}
 	l.held[principal] = c
+}
+
+// Subscriptions returns how many task subscriptions are open, of every
+// principal.
+func (s *Server) Subscriptions() int {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	return s.subs.open
 }
 
 // writeTooManySubscriptions answers a task subscription past the bounds:

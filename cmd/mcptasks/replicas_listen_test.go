@@ -72,6 +72,10 @@ func TestReplicasListen(t *testing.T) {
 	if ack["method"] != "notifications/subscriptions/acknowledged" || !strings.Contains(mustJSON(t, params["notifications"]), id) {
 		t.Fatalf("first message: want the acknowledgement of %s, got %v", id, ack)
 	}
+	// A says that its change feed is up and that one subscription is open.
+	if m := serverMetrics(t, a.base); m["mcptasks_change_feed_up"] != 1 || m["mcptasks_task_subscriptions"] != 1 {
+		t.Errorf("A's /metrics: mcptasks_change_feed_up %v, mcptasks_task_subscriptions %v; want 1 and 1", m["mcptasks_change_feed_up"], m["mcptasks_task_subscriptions"])
+	}
 	var seen []string
 	answered := false
 	for {
