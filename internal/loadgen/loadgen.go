@@ -336,31 +336,44 @@ func (c *caller) get(ctx context.Context, id string) (*taskState, error) {
 	return &t, err
 }
 
-// createMany creates cfg.Tasks tasks for the get mode, cfg.Concurrency at a time.
-func (c *caller) createMany(ctx context.Context, cfg Config) ([]string, error) {
-	n := max(cfg.Tasks, 1)
-	ids := make([]string, n)
+// forEach calls fn(i) for every i in [0, n), conc calls at a time, and
+// returns the first error (the calls under way then finish; no new one
+// starts).
+func forEach(n, conc int, fn func(i int) error) error {
 	var (
 		wg       sync.WaitGroup
 		next     atomic.Int64
 		firstErr atomic.Value
 	)
-	for range cfg.Concurrency {
+	for range max(conc, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
-				t, err := c.createTask(ctx, cfg.Tool, cfg.Args)
-				if err != nil {
+			for i := next.Add(1) - 1; i < int64(n) && firstErr.Load() == nil; i = next.Add(1) - 1 {
+				if err := fn(int(i)); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
-				ids[i] = t.TaskID
 			}
 		}()
 	}
 	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	err, _ := firstErr.Load().(error)
+	return err
+}
+
+// createMany creates cfg.Tasks tasks for the get mode, cfg.Concurrency at a time.
+func (c *caller) createMany(ctx context.Context, cfg Config) ([]string, error) {
+	ids := make([]string, max(cfg.Tasks, 1))
+	err := forEach(len(ids), cfg.Concurrency, func(i int) error {
+		t, err := c.createTask(ctx, cfg.Tool, cfg.Args)
+		if err != nil {
+			return err
+		}
+		ids[i] = t.TaskID
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("creating the tasks to poll: %w", err)
 	}
 	return ids, nil
@@ -374,38 +387,25 @@ func (c *caller) waitingMany(ctx context.Context, cfg Config) ([]*taskState, err
 		return nil, err
 	}
 	ts := make([]*taskState, len(ids))
-	var (
-		wg       sync.WaitGroup
-		next     atomic.Int64
-		firstErr atomic.Value
-	)
-	for range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(len(ids)); i = next.Add(1) - 1 {
-				for {
-					t, err := c.get(ctx, ids[i])
-					if err != nil {
-						firstErr.CompareAndSwap(nil, err)
-						return
-					}
-					if t.Status == "input_required" {
-						t.TaskID = ids[i]
-						ts[i] = t
-						break
-					}
-					if t.Status != "working" {
-						firstErr.CompareAndSwap(nil, fmt.Errorf("task %s is %s, want input_required", ids[i], t.Status))
-						return
-					}
-					time.Sleep(10 * time.Millisecond) // the poll interval while the tasks get ready
-				}
+	err = forEach(len(ids), cfg.Concurrency, func(i int) error {
+		for {
+			t, err := c.get(ctx, ids[i])
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+			switch t.Status {
+			case "input_required":
+				t.TaskID = ids[i]
+				ts[i] = t
+				return nil
+			case "working":
+				time.Sleep(10 * time.Millisecond) // the poll interval while the tasks get ready
+			default:
+				return fmt.Errorf("task %s is %s, want input_required", ids[i], t.Status)
+			}
+		}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("creating the tasks to answer: %w", err)
 	}
 	return ts, nil
