@@ -20,14 +20,20 @@
 // for a client that declares the extension (the zero [ToolOptions] is
 // [TaskOptional]). A handler reaches its call through its ctx: [Elicit]
 // asks the user (an MRTR round inline, a task input request inside a
-// task), [SetStatus] reports progress, [CallFrom] says which it is, and
-// context.Cause(ctx) tells a cancel ([ErrCancelRequested]) from a draining
-// server ([ErrShutdown]). [Server.HealthHandler], [Server.ReadyHandler]
-// and [Server.MetricsHandler] serve the operational endpoints.
+// task), [SetStatus] reports progress, [Step] keeps work that a re-run
+// must not repeat, [CallFrom] says which it is, and context.Cause(ctx)
+// tells a cancel ([ErrCancelRequested]) from a draining server
+// ([ErrShutdown]). A task whose handler waits for an answer longer than
+// engine.Options.SuspendAfter is suspended and its handler run again once
+// answered (unless [ToolOptions.Hold]): [Elicit] then returns the stored
+// answer and [Step] the stored results. [Server.HealthHandler],
+// [Server.ReadyHandler] and [Server.MetricsHandler] serve the operational
+// endpoints.
 //
-// The server answers tasks/get, tasks/update and tasks/cancel, guards their
-// HTTP headers, serves the experimental tasks of MCP 2025-11-25 on the same
-// engine (legacy*.go), and both over stdio.
+// The server answers tasks/get, tasks/update and tasks/cancel, pushes task
+// changes to subscriptions/listen when [Options.ChangeFeed] is set, guards
+// their HTTP headers, serves the experimental tasks of MCP 2025-11-25 on
+// the same engine (legacy*.go), and both over stdio.
 package mcpserver
 
 import (
