@@ -10,7 +10,8 @@
 #
 # Usage: bench/waiting.sh N [sqlite|postgres]   (default 10000 sqlite)
 # Environment: IDLE (seconds, default 30), ROUNDS (default 3), DUR (of a
-# round, default 10s), C (concurrency, default 16).
+# round, default 10s), C (concurrency, default 16), SERVE_ARGS (more flags
+# of serve, e.g. '--cache-bytes 16777216'; the default serve without it).
 # Needs: go, jq, curl, psql (postgres), sqlite3 (FILL=sql). Ports 18221 and
 # 18222 on 127.0.0.1 (or PORT and PLAIN_PORT). The tasks are made through the
 # server (`mcptasks bench --mode create`), as clients make them; with
@@ -46,7 +47,8 @@ postgres)
 esac
 
 serve() { # the default serve, as a new user runs it
-  "$m" serve --listen 127.0.0.1:$port --store "$st" --log-level error 2>>"$work/serve.log" &
+  # shellcheck disable=SC2086 # SERVE_ARGS is split into flags
+  "$m" serve --listen 127.0.0.1:$port --store "$st" --log-level error ${SERVE_ARGS:-} 2>>"$work/serve.log" &
   pid=$!; pids+=($pid)
   timeout 30 bash -c "until curl -s -o /dev/null $base/mcp; do sleep 0.1; done"
 }

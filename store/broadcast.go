@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"sync"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // broadcastBuffer is the buffer of each channel of a Broadcast.
@@ -70,4 +72,15 @@ func (b *Broadcast) Listen(ctx context.Context) (<-chan Event, error) {
 		close(s.ch)
 	})
 	return s.ch, nil
+}
+
+// CreateEvent is how a store announces the create of r: EventCreated,
+// which wakes the workers to claim it, unless r was created leased to its
+// creator, whose engine runs it already; then EventUpdated, for watchers
+// of changes only (a claim for it would find nothing).
+func CreateEvent(r *task.Record) EventKind {
+	if r.LeaseOwner != "" {
+		return EventUpdated
+	}
+	return EventCreated
 }

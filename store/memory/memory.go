@@ -60,7 +60,7 @@ func (s *Store) Create(_ context.Context, r *task.Record) error {
 	if r.IdempotencyKey != "" {
 		s.keys[k] = r.ID
 	}
-	s.events.Publish(store.Event{Kind: store.EventCreated, TaskID: r.ID})
+	s.events.Publish(store.Event{Kind: store.CreateEvent(r), TaskID: r.ID})
 	return nil
 }
 

@@ -218,7 +218,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 		return nil
 	})
 	if err == nil {
-		s.events.Publish(store.Event{Kind: store.EventCreated, TaskID: r.ID})
+		s.events.Publish(store.Event{Kind: store.CreateEvent(r), TaskID: r.ID})
 	}
 	return err
 }
