@@ -175,7 +175,9 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		if x.slot {
 			x.slot = false
 			<-e.slots // waiting for a person must not hold a worker slot
-			e.signal()
+			if e.backlog.Load() {
+				e.signal() // a slot is free: claim queued work now
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -207,7 +209,12 @@ func (r *Run) suspend(ctx context.Context) error {
 		return err
 	}
 	// An answer that came after the last re-read made the task claimable
-	// rather than suspended: claim it now.
-	r.e.signal()
+	// rather than suspended, and its wake-up, which came while the task
+	// was still leased here, found nothing to claim: claim it now.
+	select {
+	case <-r.x.input:
+		r.e.signal()
+	default:
+	}
 	return ErrSuspended
 }
