@@ -209,8 +209,11 @@ func startServer(t *testing.T) *server {
 	if err := os.WriteFile(tokens, []byte(operatorToken+" ada operator\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// --suspend-after 0: the tasks that ask are suspended as they ask, not
+	// 5 s later while the browser clicks in a list that the suspension
+	// would re-render under it.
 	cmd := exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--store", "sqlite:"+filepath.Join(dir, "tasks.db"),
-		"--console-listen", "127.0.0.1:0", "--console-tokens", tokens, "--demo-step", "300ms")
+		"--console-listen", "127.0.0.1:0", "--console-tokens", tokens, "--demo-step", "300ms", "--suspend-after", "0")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
