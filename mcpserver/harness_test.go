@@ -93,6 +93,14 @@ type serverConfig struct {
 	suspendAfter time.Duration
 }
 
+// routes are the two ways the server answers tasks/*: its fast path and
+// go-sdk's handler (serverConfig.noFastPath). A test that runs on both
+// must see the same behaviour.
+var routes = []struct {
+	name       string
+	noFastPath bool
+}{{"fast path", false}, {"go-sdk", true}}
+
 // testSessionKey signs the 2025-11-25 session ids of every test server.
 var testSessionKey = []byte("wire-test-session-key-0123456789abcdef")
 

@@ -135,10 +135,7 @@ func decodeListen(t *testing.T, raw json.RawMessage) *listenMessage {
 // the result; then the listen's response, and the end of the stream.
 func TestListen_Flow(t *testing.T) {
 	t.Parallel()
-	for _, route := range []struct {
-		name       string
-		noFastPath bool
-	}{{"fast path", false}, {"go-sdk", true}} {
+	for _, route := range routes {
 		t.Run(route.name, func(t *testing.T) {
 			t.Parallel()
 			c := startServer(t, serverConfig{noFastPath: route.noFastPath})
@@ -254,10 +251,7 @@ func TestListen_ForeignLooksUnknown(t *testing.T) {
 // principal is not affected.
 func TestListen_Bounds(t *testing.T) {
 	t.Parallel()
-	for _, route := range []struct {
-		name       string
-		noFastPath bool
-	}{{"fast path", false}, {"go-sdk", true}} {
+	for _, route := range routes {
 		t.Run(route.name, func(t *testing.T) {
 			t.Parallel()
 			c := startServer(t, serverConfig{tokens: twoPrincipals, maxSubscriptions: 1, noFastPath: route.noFastPath})
