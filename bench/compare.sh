@@ -14,14 +14,7 @@ set -euo pipefail
 rounds=${1:-3}
 dur=${2:-10s}
 c=${CONCURRENCY:-16}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-
-(cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
-m="$work/mcptasks"
+source "$(dirname "$0")/lib.sh"
 start() { # start NAME PORT ARGS...
   local name=$1 port=$2; shift 2
   "$m" "$@" >"$work/$name.log" 2>&1 &

@@ -21,14 +21,7 @@ n=${1:-1000}
 shift || true
 setups=${*:-sqlite postgres replicas}
 c=${C:-1}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-(cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
-m="$work/mcptasks"
+source "$(dirname "$0")/lib.sh"
 export PGOPTIONS="-c client_min_messages=warning"
 pg=${MCPTASKS_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}
 sep='?'; [[ $pg == *\?* ]] && sep='&'

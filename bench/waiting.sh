@@ -24,14 +24,7 @@ idle=${IDLE:-30}
 rounds=${ROUNDS:-3}
 dur=${DUR:-10s}
 c=${C:-16}
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-(cd "$root" && go build -o "$work/mcptasks" ./cmd/mcptasks)
-m="$work/mcptasks"
+source "$(dirname "$0")/lib.sh"
 port=${PORT:-18221}
 base=http://127.0.0.1:$port
 
