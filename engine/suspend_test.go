@@ -165,17 +165,13 @@ func TestHoldNotSuspended(t *testing.T) {
 	}
 }
 
-// noListener hides the store's Listener: change events do not reach
-// the engines, as with a store that has no change feed.
-type noListener struct{ store.Store }
-
 // TestSuspendedResumedElsewhere: the process that takes the answer resumes
 // the task at once, with no help from change events; a process that runs
 // no workers leaves it to the others, which find it at their next claim
 // poll when no event tells them sooner.
 func TestSuspendedResumedElsewhere(t *testing.T) {
 	bubble(t, func(t *testing.T) {
-		st := noListener{newMem()}
+		st := quiet(newMem())
 		var s suspender
 		tools := []*Tool{s.tool(false)}
 		a := startEngine(t, st, tools, Options{Owner: "a", SuspendAfter: -1})
