@@ -30,6 +30,7 @@ const (
 	DefaultPollInterval  = time.Second
 	DefaultSweepBatch    = 500
 	DefaultSuspendAfter  = 5 * time.Second
+	DefaultMaxHeld       = 1000
 )
 
 // ErrNotFound is returned for a task that does not exist, has expired, or
@@ -62,6 +63,14 @@ type Options struct {
 	// returns the stored answers at once. Only tools that may be re-run
 	// (RetryPolicy.Rerun) and do not hold (Tool.Hold) are suspended.
 	SuspendAfter time.Duration
+	// MaxHeld bounds the handlers that hold while they wait for input, for
+	// up to SuspendAfter (DefaultMaxHeld if zero; negative means none: all
+	// are suspended at once). A handler that asks while as many hold is
+	// suspended at once, by the same store write that records its request,
+	// so that a burst of tasks that ask costs neither memory nor an extra
+	// write per task. Handlers of tools that hold (Tool.Hold) or may not
+	// be re-run do not count: they hold however many wait.
+	MaxHeld int
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired
 	// (DefaultClaimInterval if zero).
@@ -110,6 +119,7 @@ type Engine struct {
 	backlog  atomic.Bool
 	draining chan struct{} // closed by Shutdown
 	slots    chan struct{} // one token per running handler
+	held     chan struct{} // one token per handler holding while it waits for input
 
 	mu      sync.Mutex
 	running map[string]*execution
@@ -145,6 +155,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	o.DefaultTTL = or(o.DefaultTTL, DefaultTTL)
 	o.DefaultPollInterval = or(o.DefaultPollInterval, DefaultPollInterval)
 	o.SuspendAfter = or(o.SuspendAfter, DefaultSuspendAfter)
+	o.MaxHeld = or(o.MaxHeld, DefaultMaxHeld)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -178,6 +189,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	e.wake = make(chan struct{}, 1)
 	e.draining = make(chan struct{})
 	e.slots = make(chan struct{}, max(o.Workers, 0))
+	e.held = make(chan struct{}, max(o.MaxHeld, 0))
 	return e, nil
 }
 

@@ -120,11 +120,21 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 	// wake the handler at once; the heartbeat loop wakes it for the rest.
 	x.waiting.Store(true)
 	defer x.waiting.Store(false)
+	// A handler of a tool that suspends holds while it waits for at most
+	// SuspendAfter, and only while fewer than MaxHeld others hold; else
+	// the write that stores its requests suspends it.
+	hold := !x.tool.suspends()
 	var suspend <-chan time.Time // fires after SuspendAfter
-	if x.tool.suspends() && e.opts.SuspendAfter > 0 {
-		t := time.NewTimer(e.opts.SuspendAfter)
-		defer t.Stop()
-		suspend = t.C
+	if !hold && e.opts.SuspendAfter > 0 {
+		select {
+		case e.held <- struct{}{}:
+			defer func() { <-e.held }()
+			hold = true
+			t := time.NewTimer(e.opts.SuspendAfter)
+			defer t.Stop()
+			suspend = t.C
+		default:
+		}
 	}
 	defer func() {
 		if err == nil && !x.slot {
@@ -136,9 +146,9 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 	}()
 	var answers map[string]json.RawMessage
-	read := func(ctx context.Context) (err error) {
+	read := func(ctx context.Context, suspend bool) (err error) {
 		answers, err = e.st.RequestInput(ctx, store.RequestInputParams{
-			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage,
+			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage, Suspend: suspend,
 		})
 		return err
 	}
@@ -146,11 +156,11 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		var err error
 		if !asked {
 			// The person must be asked: retry until the request is stored.
-			if err := r.storeCall(ctx, "request input", read); err != nil {
+			if err := r.storeCall(ctx, "request input", func(ctx context.Context) error { return read(ctx, !hold) }); err != nil {
 				return nil, err
 			}
 		} else {
-			err = read(ctx)
+			err = read(ctx, false)
 		}
 		switch {
 		case errors.Is(err, store.ErrLeaseLost):
@@ -169,8 +179,8 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		case !asked:
 			spanInputRequested(x.span, requests, answers)
 		}
-		if x.tool.suspends() && e.opts.SuspendAfter < 0 {
-			return nil, r.suspend(ctx)
+		if !hold { // the write that stored the requests suspended the task
+			return nil, r.suspended()
 		}
 		if x.slot {
 			x.slot = false
@@ -208,9 +218,14 @@ func (r *Run) suspend(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	// An answer that came after the last re-read made the task claimable
-	// rather than suspended, and its wake-up, which came while the task
-	// was still leased here, found nothing to claim: claim it now.
+	return r.suspended()
+}
+
+// suspended returns ErrSuspended for a run whose task the store has
+// suspended. An answer that came after the last read made the task
+// claimable rather than suspended, and its wake-up, which came while the
+// task was still leased here, found nothing to claim: claim it now.
+func (r *Run) suspended() error {
 	select {
 	case <-r.x.input:
 		r.e.signal()

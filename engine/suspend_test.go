@@ -272,3 +272,69 @@ func TestRestartBesideSuspended(t *testing.T) {
 		}
 	})
 }
+
+// opCounter is an Observer that counts store calls by name.
+type opCounter struct {
+	nopObserver
+	mu  sync.Mutex
+	ops map[string]int
+}
+
+func (o *opCounter) StoreOp(op string, _ time.Duration, _ error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ops == nil {
+		o.ops = map[string]int{}
+	}
+	o.ops[op]++
+}
+
+func (o *opCounter) count(op string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ops[op]
+}
+
+// TestMaxHeld: past MaxHeld handlers holding, a handler that asks is
+// suspended at once, by the write that stores its request (no release of
+// its own); those that hold are suspended after SuspendAfter, and the
+// freed places are taken again.
+func TestMaxHeld(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var s suspender
+		var obs opCounter
+		e := startEngine(t, st, []*Tool{s.tool(false)}, Options{MaxHeld: 2, Observer: &obs})
+		var ids []string
+		for range 3 {
+			ids = append(ids, create(t, e, "ask").ID)
+			synctest.Wait()
+		}
+		for _, id := range ids[:2] {
+			if got := wantStatus(t, st, id, task.InputRequired); got.LeaseOwner != "a" {
+				t.Fatalf("task %s of the first two: owner %q, want a (held)", id, got.LeaseOwner)
+			}
+		}
+		if r := get(t, st, ids[2]); !store.Suspended(r) {
+			t.Fatalf("third task: status %s, owner %q; want suspended at once", r.Status, r.LeaseOwner)
+		}
+		if n := obs.count("release"); n != 0 {
+			t.Errorf("%d release calls; want 0: the request's write suspends", n)
+		}
+
+		time.Sleep(DefaultSuspendAfter)
+		synctest.Wait()
+		for _, id := range ids {
+			wantSuspended(t, e, st, id)
+		}
+		if n := obs.count("release"); n != 2 {
+			t.Errorf("%d release calls after SuspendAfter; want 2, one per held task", n)
+		}
+		// The places are free again: a new task holds.
+		r := create(t, e, "ask")
+		synctest.Wait()
+		if got := wantStatus(t, st, r.ID, task.InputRequired); got.LeaseOwner != "a" {
+			t.Errorf("a task asking after the others were suspended: owner %q, want a (held)", got.LeaseOwner)
+		}
+	})
+}

@@ -101,14 +101,19 @@ func ApplyRelease(r *task.Record, p FenceParams) error {
 	if err := CheckFence(r, p); err != nil {
 		return err
 	}
-	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryReleased, Attempt: r.Attempt, Worker: r.LeaseOwner})
+	release(r, p.Now)
+	return nil
+}
+
+// release clears r's lease, as [ApplyRelease] describes.
+func release(r *task.Record, now time.Time) {
+	r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryReleased, Attempt: r.Attempt, Worker: r.LeaseOwner})
 	r.LeaseOwner = ""
 	r.LeaseExpiresAt = time.Time{}
 	if r.CancelRequested && r.Status == task.InputRequired {
-		finish(r, task.Cancelled, CancelledByRequest, p.Now)
-		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: CancelledByRequest})
+		finish(r, task.Cancelled, CancelledByRequest, now)
+		r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: CancelledByRequest})
 	}
-	return nil
 }
 
 // ApplyStatusMessage sets r's status message.
@@ -158,6 +163,10 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 		}
 		r.UpdatedAt = p.Now
 		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryInputRequested, Attempt: r.Attempt, Message: p.StatusMessage, Keys: asked})
+	}
+	if p.Suspend && len(answers) < len(p.Requests) {
+		release(r, p.Now)
+		changed = true
 	}
 	return answers, changed, nil
 }

@@ -197,6 +197,10 @@ type RequestInputParams struct {
 	// StatusMessage, if set, replaces the status message when the task
 	// goes to input_required.
 	StatusMessage string
+	// Suspend, if set, also releases the lease as [Store.Release] does
+	// when some requested key has no answer yet: the task is then
+	// suspended ([Suspended]) by the same write.
+	Suspend bool
 }
 
 // StepParams are the parameters of [Store.SaveStep].

@@ -185,6 +185,8 @@ func TestCLI_Errors(t *testing.T) {
 		{"UnknownFlag", []string{"call", "--bogus", p.url, "greet"}, exitUsage, "unknown flag: --bogus"},
 		{"NotInJournal", []string{"wait", "no-such-task"}, exitUsage, "not in the journal"},
 		{"AnswerBothActions", []string{"answer", "x", "--decline", "--cancel"}, exitUsage, "exclude each other"},
+		{"NegativeSuspendAfter", []string{"serve", "--store", "memory:", "--suspend-after", "-1s"}, exitUsage, "--suspend-after must be 0 (at once) or more, got -1s"},
+		{"NegativeMaxHeld", []string{"serve", "--store", "memory:", "--max-held", "-1"}, exitUsage, "--max-held must be 0 (none) or more, got -1"},
 		{"Unreachable", []string{"call", unreachable, "greet"}, exitTransport, "connection refused"},
 		{"UnknownTool", []string{"call", p.url, "no_such_tool"}, exitTransport, "-32602"},
 		{"UnknownTaskOnServer", []string{"get", "--url", p.url, "no-such-task"}, exitTransport, "-32602"},

@@ -109,20 +109,32 @@ func runE(f func(cmd *cobra.Command, args []string) error) func(*cobra.Command, 
 		case exitOK:
 			return nil
 		case exitUsage:
-			return &exitError{code: code, err: fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, cmd.Name())}
+			return &exitError{code: code, err: hint(cmd, err)}
 		default:
 			return &exitError{code: code, err: err}
 		}
 	}
 }
 
+// hint adds to err a hint at the --help of cmd.
+func hint(cmd *cobra.Command, err error) error {
+	return fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, cmd.Name())
+}
+
+// usageHint adds the hint at --help to a usage error (usageError) of a
+// server command, and returns its other errors as they are.
+func usageHint(cmd *cobra.Command, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == exitUsage {
+		return &exitError{code: exitUsage, err: hint(cmd, err)}
+	}
+	return err
+}
+
 // withUsageHint makes cobra's argument and flag errors of cmd end like
 // the command's own usage errors: with a hint at --help. It also takes
 // the command's flags that follow "--" (see flagsAfterDash).
 func withUsageHint(cmd *cobra.Command) *cobra.Command {
-	hint := func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nRun \"mcptasks %s --help\" for usage", err, c.Name())
-	}
 	var positional []string // the arguments, once the flags after "--" are out
 	args := cmd.Args
 	cmd.Args = func(c *cobra.Command, a []string) error {

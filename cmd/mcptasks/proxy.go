@@ -111,7 +111,7 @@ others).`
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		for _, name := range []string{"tools", "demo"} {
 			if fl.Changed(name) {
-				return fmt.Errorf("--%s: proxy serves only the upstream's tools", name)
+				return usageHint(c, usageError("--%s: proxy serves only the upstream's tools", name))
 			}
 		}
 		p, err := f.connect(c.Context(), args, fl.Lookup("log-level").Value.String())
@@ -122,7 +122,7 @@ others).`
 			serverOptions: &mcp.ServerOptions{Instructions: p.Instructions()},
 			register:      p.Register,
 		}
-		return serve(c.Context(), &sf)
+		return usageHint(c, serve(c.Context(), &sf))
 	}
 	return cmd
 }

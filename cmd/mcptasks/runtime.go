@@ -36,6 +36,7 @@ type runFlags struct {
 	workers      int
 	lease        time.Duration
 	suspendAfter time.Duration
+	maxHeld      int
 	drainTimeout time.Duration
 	demoStep     time.Duration
 	demo         bool
@@ -50,6 +51,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
+	fl.IntVar(&f.maxHeld, "max-held", engine.DefaultMaxHeld, "how many tasks of re-runnable tools may wait for input holding a handler and its lease at once (for up to --suspend-after); a task that asks while as many hold is suspended at once; 0 suspends every one at once")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
@@ -111,22 +113,25 @@ type runtimeOptions struct {
 func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime, err error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+		return nil, usageError("--log-level: %w", err)
 	}
 	if f.workers < 0 {
-		return nil, fmt.Errorf("--workers must be 0 or more, got %d", f.workers)
+		return nil, usageError("--workers must be 0 or more, got %d", f.workers)
 	}
 	if f.lease < 30*time.Millisecond {
-		return nil, fmt.Errorf("--lease must be at least 30ms, got %s", f.lease)
+		return nil, usageError("--lease must be at least 30ms, got %s", f.lease)
 	}
 	if f.suspendAfter < 0 {
-		return nil, fmt.Errorf("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
+		return nil, usageError("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
+	}
+	if f.maxHeld < 0 {
+		return nil, usageError("--max-held must be 0 (none) or more, got %d", f.maxHeld)
 	}
 	if f.cacheBytes <= 0 {
-		return nil, fmt.Errorf("--cache-bytes must be positive, got %d", f.cacheBytes)
+		return nil, usageError("--cache-bytes must be positive, got %d", f.cacheBytes)
 	}
 	if f.demoStep <= 0 {
-		return nil, fmt.Errorf("--demo-step must be positive, got %s", f.demoStep)
+		return nil, usageError("--demo-step must be positive, got %s", f.demoStep)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	tp, otlpTo, err := newTracerProvider(ctx, f.otelEndpoint, os.Getenv)
@@ -170,7 +175,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
 		Store:             st,
-		Engine:            &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: suspendAfter(f.suspendAfter)},
+		Engine:            &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: zeroIsNone(f.suspendAfter), MaxHeld: zeroIsNone(f.maxHeld)},
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
 		MaxInflightBytes:  o.maxInflight,
@@ -280,11 +285,11 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", spec, scheme)
 }
 
-// suspendAfter is engine.Options.SuspendAfter for --suspend-after d, where
-// 0 means at once.
-func suspendAfter(d time.Duration) time.Duration {
-	if d == 0 {
+// zeroIsNone maps the 0 of --suspend-after (at once) and --max-held (none)
+// to the engine's -1, for which 0 means the default.
+func zeroIsNone[T int | time.Duration](v T) T {
+	if v == 0 {
 		return -1
 	}
-	return d
+	return v
 }

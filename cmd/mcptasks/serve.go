@@ -63,7 +63,7 @@ released to be resumed later, running tasks get --drain-timeout to finish,
 and the process exits 0. Tasks still running then are reclaimed by the next
 process once their lease expires.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return serve(cmd.Context(), f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return usageHint(cmd, serve(cmd.Context(), f)) },
 	}
 	fl := cmd.Flags()
 	f.register(fl, "maximum number of tool handlers running at once; 0 serves requests without running any tool (workers elsewhere run them)")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 )
@@ -19,7 +18,7 @@ must run the same binary and configuration.
 
 SIGTERM or Ctrl-C drains as serve does.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return work(cmd.Context(), &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return usageHint(cmd, work(cmd.Context(), &f)) },
 	}
 	f.register(cmd.Flags(), "maximum number of tool handlers running at once")
 	return cmd
@@ -27,7 +26,7 @@ SIGTERM or Ctrl-C drains as serve does.`,
 
 func work(ctx context.Context, f *runFlags) error {
 	if f.workers < 1 {
-		return fmt.Errorf("--workers must be at least 1 for a worker, got %d", f.workers)
+		return usageError("--workers must be at least 1 for a worker, got %d", f.workers)
 	}
 	rt, err := newRuntime(ctx, f, runtimeOptions{})
 	if err != nil {

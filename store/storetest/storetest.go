@@ -107,6 +107,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	t.Run("IdempotencyKey", func(t *testing.T) { testIdempotencyKey(t, f) })
 	t.Run("History", func(t *testing.T) { testHistory(t, f) })
 	t.Run("Suspend", func(t *testing.T) { testSuspend(t, f) })
+	t.Run("SuspendOnRequest", func(t *testing.T) { testSuspendOnRequest(t, f) })
 	t.Run("HeartbeatMany", func(t *testing.T) { testHeartbeatMany(t, f) })
 	t.Run("Steps", func(t *testing.T) { testSteps(t, f) })
 	t.Run("CreateClaimed", func(t *testing.T) { testCreateClaimed(t, f) })

@@ -91,3 +91,58 @@ func testSuspend(t *testing.T, f factory) {
 		t.Errorf("Claim after releasing a working task = %v, want [t2]", ids)
 	}
 }
+
+// testSuspendOnRequest checks RequestInput with Suspend: the write that
+// stores the requests suspends the task when a key has no answer, and
+// leaves the lease alone when every key has one.
+func testSuspendOnRequest(t *testing.T, f factory) {
+	ctx := context.Background()
+	s := f.open(t)
+	create(t, s, newTask("t1"))
+	c := claim(t, s, "w1", at(time.Second))
+	answers, err := s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c, at(time.Second)), Requests: raws("a", reqA, "b", reqB), Suspend: true})
+	if err != nil || len(answers) != 0 {
+		t.Fatalf("RequestInput(Suspend) = %v, %v; want no answers", answers, err)
+	}
+	r := get(t, s, "t1")
+	if !store.Suspended(r) || len(r.InputRequests) != 2 {
+		t.Fatalf("after RequestInput(Suspend): status %s, owner %q, %d requests; want a suspended task asking 2 keys",
+			r.Status, r.LeaseOwner, len(r.InputRequests))
+	}
+	wantHistory(t, r.History, []task.HistoryEvent{
+		{Seq: 1, At: at(time.Second), Kind: task.HistoryClaimed, Attempt: 1, Worker: "w1"},
+		{Seq: 2, At: at(time.Second), Kind: task.HistoryInputRequested, Attempt: 1, Keys: []string{"a", "b"}},
+		{Seq: 3, At: at(time.Second), Kind: task.HistoryReleased, Attempt: 1, Worker: "w1"},
+	})
+	if ids := claimIDs(t, s, store.ClaimParams{Owner: "w2", Now: at(time.Hour), LeaseExpiresAt: at(time.Hour + lease)}); len(ids) != 0 {
+		t.Fatalf("Claim took %v from a suspended task", ids)
+	}
+	_, err = s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+	wantErr(t, "Heartbeat after RequestInput(Suspend)", err, store.ErrLeaseLost)
+
+	// Answered, it is claimable; the re-run's RequestInput(Suspend) gets
+	// every answer and keeps its lease.
+	wantKeys(t, "Answer", answer(t, s, "t1", at(3*time.Second), raws("a", respA, "b", respB)), "a", "b")
+	c2 := claim(t, s, "w2", at(4*time.Second))
+	answers, err = s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c2, at(5*time.Second)), Requests: raws("a", reqA, "b", reqB), Suspend: true})
+	if err != nil {
+		t.Fatalf("re-run RequestInput(Suspend): %v", err)
+	}
+	wantRaws(t, "re-run RequestInput(Suspend)", answers, raws("a", respA, "b", respB))
+	if r := get(t, s, "t1"); r.Status != task.Working || r.LeaseOwner != "w2" {
+		t.Errorf("after the re-run's RequestInput(Suspend): status %s, owner %q; want working, w2", r.Status, r.LeaseOwner)
+	}
+
+	// A cancel requested before it cancels the task, as Release does.
+	create(t, s, newTask("t2"))
+	c = claim(t, s, "w1", at(6*time.Second))
+	if _, err := s.RequestCancel(ctx, store.CancelParams{ID: "t2", Principal: alice, Now: at(6 * time.Second), StatusMessage: "Cancelled by alice"}); err != nil {
+		t.Fatalf("RequestCancel: %v", err)
+	}
+	if _, err := s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c, at(7*time.Second)), Requests: raws("a", reqA), Suspend: true}); err != nil {
+		t.Fatalf("RequestInput(Suspend) with a cancel requested: %v", err)
+	}
+	if r := get(t, s, "t2"); r.Status != task.Cancelled || r.StatusMessage != store.CancelledByRequest || r.LeaseOwner != "" {
+		t.Errorf("suspended with a cancel requested: status %s (%q), owner %q; want cancelled", r.Status, r.StatusMessage, r.LeaseOwner)
+	}
+}
