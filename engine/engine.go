@@ -22,7 +22,7 @@ import (
 
 // Defaults for the zero values of [Options].
 const (
-	DefaultWorkers       = 16
+	DefaultWorkers       = 64
 	DefaultLease         = 30 * time.Second
 	DefaultClaimInterval = time.Second
 	DefaultSweepInterval = time.Minute
@@ -44,7 +44,11 @@ var ErrUnknownTool = errors.New("engine: unknown tool")
 type Options struct {
 	// Workers bounds the number of handlers running at once
 	// (DefaultWorkers if zero). Handlers parked waiting for input do not
-	// count against it. Negative means none: the engine then creates,
+	// count against it. A handler holds its slot while it waits for the
+	// store (its question, its status, its steps), so the default is
+	// sized for handlers that wait rather than compute: with 16, the
+	// handlers of a burst of tasks that ask at once ran at two thirds of
+	// the rate at which the tasks were created (BENCHMARKS.md). Negative means none: the engine then creates,
 	// reads, answers and cancels tasks, and sweeps, but runs no handler
 	// (other processes do).
 	Workers int

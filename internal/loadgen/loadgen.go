@@ -44,6 +44,12 @@ type Config struct {
 	// IgnorePollInterval makes lifecycle poll as fast as it can instead of
 	// honouring pollIntervalMs.
 	IgnorePollInterval bool
+	// Settle makes a create run end only once the tasks it created have
+	// done their work up to their first question or their end: the last
+	// task each worker created is polled until it is no longer working,
+	// and the run's rate counts that time. Tasks are claimed oldest first,
+	// so the earlier ones are done by then too.
+	Settle bool
 	// Token is sent as a bearer token.
 	Token string
 	// HTTPClient is used if set.
@@ -66,6 +72,9 @@ type Result struct {
 	Max         time.Duration `json:"maxNs"`
 	// Requests counts HTTP requests (more than Ops in lifecycle mode).
 	Requests int64 `json:"requests"`
+	// Settle is the part of Elapsed spent, after the last create, waiting
+	// for the created tasks to settle (Config.Settle).
+	Settle time.Duration `json:"settleNs,omitempty"`
 }
 
 // maxSamples bounds the latencies kept per worker.
@@ -88,9 +97,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	c := &caller{url: cfg.URL, token: cfg.Token, hc: hc}
 	var op func(ctx context.Context, i int64) error
+	var last *lastTasks // the tasks to settle
 	switch cfg.Mode {
 	case ModeCreate:
-		op = func(ctx context.Context, _ int64) error { _, err := c.createTask(ctx, cfg.Tool, cfg.Args); return err }
+		if cfg.Settle {
+			last = &lastTasks{ops: make([]int64, cfg.Concurrency), ids: make([]string, cfg.Concurrency)}
+		}
+		op = func(ctx context.Context, i int64) error {
+			t, err := c.createTask(ctx, cfg.Tool, cfg.Args)
+			if err == nil && last != nil {
+				last.add(i, t.TaskID)
+			}
+			return err
+		}
 	case ModeCall:
 		op = func(ctx context.Context, _ int64) error { return c.callSync(ctx, cfg.Tool, cfg.Args) }
 	case ModeGet:
@@ -114,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("unknown mode %q: use create, get, lifecycle, resume or call", cfg.Mode)
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, cfg.Duration)
+	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 	var (
 		next       atomic.Int64
@@ -131,16 +150,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			var lat []time.Duration
-			for ctx.Err() == nil {
+			for runCtx.Err() == nil {
 				i := next.Add(1) - 1
 				if cfg.Requests > 0 && i >= int64(cfg.Requests) {
 					break
 				}
 				t0 := time.Now()
-				err := op(ctx, i)
+				err := op(runCtx, i)
 				d := time.Since(t0)
 				if err != nil {
-					if ctx.Err() != nil {
+					if runCtx.Err() != nil {
 						break // the run ended mid-operation: not counted
 					}
 					if errs.Add(1) == 1 {
@@ -157,10 +176,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}()
 	}
 	wg.Wait()
+	var settle time.Duration
+	if last != nil {
+		t0 := time.Now()
+		if err := c.settle(ctx, last.ids); err != nil {
+			return nil, err
+		}
+		settle = time.Since(t0)
+	}
 	elapsed := time.Since(start)
 	slices.Sort(all)
 	r := &Result{Mode: cfg.Mode, Concurrency: cfg.Concurrency, Ops: int64(len(all)), Errors: errs.Load(),
-		Elapsed: elapsed, Requests: c.requests.Load() - reqsBefore}
+		Elapsed: elapsed, Requests: c.requests.Load() - reqsBefore, Settle: settle}
 	if s, ok := firstErr.Load().(string); ok {
 		r.FirstError = s
 	}
@@ -334,6 +361,47 @@ func (c *caller) get(ctx context.Context, id string) (*taskState, error) {
 	var t taskState
 	err := c.do(ctx, "tasks/get", id, meta, `"taskId":"`+id+`"`, &t)
 	return &t, err
+}
+
+// lastTasks keeps the ids of the last tasks a create run made: slot i%n
+// holds the task of the latest operation i that maps to it.
+type lastTasks struct {
+	mu  sync.Mutex
+	ops []int64
+	ids []string
+}
+
+func (l *lastTasks) add(i int64, id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := i % int64(len(l.ids))
+	if l.ids[k] == "" || i > l.ops[k] {
+		l.ops[k], l.ids[k] = i, id
+	}
+}
+
+// settle polls each task of ids until it is no longer working.
+func (c *caller) settle(ctx context.Context, ids []string) error {
+	for _, id := range ids {
+		if id == "" {
+			continue // a worker that created nothing
+		}
+		for {
+			t, err := c.get(ctx, id)
+			if err != nil {
+				return fmt.Errorf("settling task %s: %w", id, err)
+			}
+			if t.Status != "working" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("settling task %s: %w", id, ctx.Err())
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
 }
 
 // forEach calls fn(i) for every i in [0, n), conc calls at a time, and
