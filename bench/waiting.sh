@@ -12,11 +12,13 @@
 # Environment: IDLE (seconds, default 30), ROUNDS (default 3), DUR (of a
 # round, default 10s), C (concurrency, default 16), SERVE_ARGS (more flags
 # of serve, e.g. '--cache-bytes 16777216'; the default serve without it).
-# Needs: go, jq, curl, psql (postgres), sqlite3 (FILL=sql). Ports 18221 and
+# Needs: go, jq, curl, psql (postgres), sqlite3 (FILL=sql with sqlite). Ports 18221 and
 # 18222 on 127.0.0.1 (or PORT and PLAIN_PORT). The tasks are made through the
 # server (`mcptasks bench --mode create`), as clients make them; with
-# FILL=sql (SQLite only) they are inserted with sqlite3 instead, suspended,
-# while the server is stopped: the fast path for a million.
+# FILL=sql they are inserted with sqlite3 or psql instead, suspended, while
+# the server is stopped: the fast path for a million. The create rounds
+# run with --settle: a round ends once the tasks it created have asked
+# their question, so their work is inside the measured rate.
 set -euo pipefail
 n=${1:-10000}
 kind=${2:-sqlite}
@@ -63,26 +65,37 @@ report "empty server"
 t0=$(date +%s)
 if [ "${FILL:-server}" = sql ]; then
   # The fast fill: N suspended confirm_delete tasks inserted with sqlite3
-  # while the server is stopped, as the server leaves them (input_required,
-  # asking, no lease owner), then the server started beside them.
-  [ "$kind" = sqlite ] || { echo "FILL=sql needs the sqlite store" >&2; exit 2; }
+  # or psql while the server is stopped, as the server leaves them
+  # (input_required, asking, no lease owner), then the server started
+  # beside them.
   kill -TERM "$pid"; wait "$pid" || true
-  now=$(date +%s%3N)
-  sqlite3 "$work/tasks.db" "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < $n)
-    INSERT INTO tasks (id, principal, tool, args, client_capabilities, status, status_message, created_at,
-      updated_at, ttl_ms, poll_interval_ms, input_requests, attempt)
-    SELECT printf('fill%028d', i), 'local', 'confirm_delete', '{\"filename\":\"f\"}', '{\"elicitation\":{}}',
-      'input_required', 'Delete f?', $now, $now, 3600000, 1000,
-      '{\"confirm-delete\":{\"method\":\"elicitation/create\",\"params\":{\"message\":\"Delete f?\",\"requestedSchema\":{\"type\":\"object\"}}}}', 1
-    FROM g"
+  ask='{"confirm-delete":{"method":"elicitation/create","params":{"message":"Delete f?","requestedSchema":{"type":"object"}}}}'
+  if [ "$kind" = sqlite ]; then
+    now=$(date +%s%3N)
+    sqlite3 "$work/tasks.db" "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < $n)
+      INSERT INTO tasks (id, principal, tool, args, client_capabilities, status, status_message, created_at,
+        updated_at, ttl_ms, poll_interval_ms, input_requests, attempt)
+      SELECT printf('fill%028d', i), 'local', 'confirm_delete', '{\"filename\":\"f\"}', '{\"elicitation\":{}}',
+        'input_required', 'Delete f?', $now, $now, 3600000, 1000, '$ask', 1
+      FROM g"
+  else
+    psql -q "$pg" -c "INSERT INTO mcptasks_waiting.mcptasks_tasks (id, principal, tool, args, client_capabilities, status, status_message, created_at,
+        updated_at, ttl_ms, expires_at, poll_interval_ms, input_requests, attempt)
+      SELECT 'fill' || lpad(i::text, 28, '0'), 'local', 'confirm_delete', '{\"filename\":\"f\"}', '{\"elicitation\":{}}',
+        'input_required', 'Delete f?', now, now, 3600000, now + interval '1 hour', 1000, '$ask', 1
+      FROM generate_series(1, $n) AS i, date_trunc('milliseconds', now()) AS now" \
+      -c 'VACUUM ANALYZE mcptasks_waiting.mcptasks_tasks'
+  fi
   echo "filled by SQL in $(( $(date +%s) - t0 )) s"
   serve
   sleep 10
   report "$n waiting (suspended, filled by SQL), the server started beside them 10 s before"
 else
-  "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
-  # Every task asked and was suspended (its lease released).
-  timeout 3600 bash -c "until [ \"\$(curl -s $base/metrics | awk '\$1 == \"mcptasks_store_op_duration_seconds_count{op=\\\"release\\\"}\" {print \$2}')\" = $n ]; do sleep 1; done"
+  "$m" bench "$base/mcp" --mode create --settle --tool confirm_delete --args '{"filename":"f"}' -c 32 -n "$n" -d 2h --json >"$work/fill.json"
+  # Every task has asked (--settle); those that asked while fewer than
+  # --max-held held are suspended after --suspend-after (5 s), the others
+  # were at once.
+  sleep 6
   echo "filled in $(( $(date +%s) - t0 )) s ($(jq '.perSecond|floor' "$work/fill.json") creates/s, $(jq .errors "$work/fill.json") errors)"
   report "$n waiting (suspended)"
 fi
@@ -104,7 +117,7 @@ timeout 20 bash -c "until curl -s -o /dev/null http://127.0.0.1:${PLAIN_PORT:-18
 for r in $(seq "$rounds"); do
   "$m" bench http://127.0.0.1:${PLAIN_PORT:-18222}/mcp --mode call --tool greet --args '{"name":"x"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "plain"}'
   "$m" bench "$base/mcp" --mode get --tasks 1000 -c "$c" -d "$dur" --json | jq -c '. + {name: "get"}'
-  "$m" bench "$base/mcp" --mode create --tool confirm_delete --args '{"filename":"f"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "create"}'
+  "$m" bench "$base/mcp" --mode create --settle --tool confirm_delete --args '{"filename":"f"}' -c "$c" -d "$dur" --json | jq -c '. + {name: "create"}'
 done >"$work/rounds.jsonl"
 jq -s -r '
   def median: sort | .[(length/2|floor)];
