@@ -102,7 +102,8 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // from several goroutines at once.
 //
 // A handler of a tool that suspends ([Tool.Hold]) waits so for at most
-// Options.SuspendAfter; then RequestInput returns ErrSuspended, and the
+// Options.SuspendAfter, and not at all when Options.MaxHeld others
+// already wait so; then RequestInput returns ErrSuspended, and the
 // handler runs again once the answers are in.
 //
 // A store error never reaches the handler: the request is retried with
