@@ -27,6 +27,9 @@ case $mode in
   call) args+=(--tool greet --args '{"name":"x"}') ;;
   create) [ -z "${TOOL:-}" ] || args+=(--tool "$TOOL" --args "${ARGS:-"{}"}") ;;
 esac
+if [ "$mode" = create ] && [ "${DEFAULT:-0}" = 1 ]; then
+  args+=(--settle) # the rate printed counts the created tasks' work
+fi
 "$m" bench "$url" "${args[@]}" -c 16 -d "$((secs + 4))s" >"$work/bench.txt" 2>&1 &
 bench=$!
 sleep 2 # past the setup of get (its 1,000 creates)
