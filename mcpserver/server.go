@@ -24,7 +24,8 @@
 // must not repeat, [CallFrom] says which it is, and context.Cause(ctx)
 // tells a cancel ([ErrCancelRequested]) from a draining server
 // ([ErrShutdown]). A task whose handler waits for an answer longer than
-// engine.Options.SuspendAfter is suspended and its handler run again once
+// engine.Options.SuspendAfter (at once past engine.Options.MaxHeld
+// waiting so) is suspended and its handler run again once
 // answered (unless [ToolOptions.Hold]): [Elicit] then returns the stored
 // answer and [Step] the stored results. [Server.HealthHandler],
 // [Server.ReadyHandler] and [Server.MetricsHandler] serve the operational

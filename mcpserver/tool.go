@@ -73,8 +73,8 @@ type ToolOptions struct {
 	Requires *mcp.ClientCapabilities
 	// TTL, PollInterval, Retry and Hold are the task settings; see
 	// engine.Tool. A tool with Retry.Rerun set is suspended while it waits
-	// for input longer than the engine's SuspendAfter, and run again once
-	// answered, unless Hold is set.
+	// for input longer than the engine's SuspendAfter (at once past its
+	// MaxHeld), and run again once answered, unless Hold is set.
 	TTL          time.Duration
 	PollInterval time.Duration
 	Retry        RetryPolicy
