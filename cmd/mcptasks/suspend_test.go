@@ -57,9 +57,10 @@ func TestSuspendedRestartAndDrain(t *testing.T) {
 	for i := range ids {
 		ids[i] = c.callTool(t, "confirm_delete", map[string]any{"filename": "f" + strconv.Itoa(i)})["taskId"].(string)
 	}
-	// Every task asked, then released its lease: suspended.
+	// Every task asked: with --suspend-after 0, the write that stored its
+	// question suspended it.
 	deadline := time.Now().Add(30 * time.Second)
-	for metricSum(t, addr, `mcptasks_store_op_duration_seconds_count{op="release"}`) < n {
+	for metricSum(t, addr, `mcptasks_store_op_duration_seconds_count{op="request_input"}`) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("not every task suspended within 30s")
 		}
