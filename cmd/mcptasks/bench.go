@@ -92,7 +92,7 @@ BENCHMARKS.md are compared with.`,
 	fl.StringVar(&cfg.Tool, "tool", "slow_compute", "tool to call (create, get, lifecycle, call)")
 	fl.StringVar(&args, "args", `{"seconds":0.001,"label":"bench"}`, "JSON object of tool arguments")
 	fl.IntVar(&cfg.Tasks, "tasks", 1000, "tasks the get mode creates first and polls round-robin; the tasks the resume mode creates and answers")
-	fl.BoolVar(&cfg.Settle, "settle", false, "create: end the run only once the created tasks have done their work up to their first question or their end (the last task of each worker is polled until it is no longer working); the rate counts that time")
+	fl.BoolVar(&cfg.Settle, "settle", false, "create: end the run only once the created tasks have done their work up to their first question or their end (the last task of each worker is polled until it is no longer working); the rate counts that time; against a server that runs no workers (--workers 0) it waits until interrupted")
 	fl.BoolVar(&cfg.IgnorePollInterval, "ignore-poll-interval", false, "lifecycle: poll without waiting pollIntervalMs")
 	fl.StringVar(&cfg.Token, "token", os.Getenv("MCPTASKS_TOKEN"), "bearer token (default $MCPTASKS_TOKEN)")
 	fl.BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")
