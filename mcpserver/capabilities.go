@@ -42,12 +42,7 @@ func DeclaresTasks(protocolVersion string, clientCapabilities json.RawMessage) b
 // extensions: decoding their map costs more than the rest of a poll's
 // decode.
 type tasksCaps struct {
-	Elicitation *struct {
-		Form json.RawMessage `json:"form"`
-		URL  json.RawMessage `json:"url"`
-	} `json:"elicitation"`
-	Sampling   json.RawMessage `json:"sampling"`
-	Roots      json.RawMessage `json:"roots"`
+	baseCaps
 	Extensions *struct {
 		Tasks json.RawMessage `json:"io.modelcontextprotocol/tasks"`
 	} `json:"extensions"`
@@ -68,14 +63,19 @@ func rawClientCapabilities(meta anyMeta) json.RawMessage {
 	return b
 }
 
-// clientCaps is what the server reads of a request's clientCapabilities.
-type clientCaps struct {
+// baseCaps is what clientCaps and tasksCaps read besides the extensions.
+type baseCaps struct {
 	Elicitation *struct {
 		Form json.RawMessage `json:"form"`
 		URL  json.RawMessage `json:"url"`
 	} `json:"elicitation"`
-	Sampling   json.RawMessage            `json:"sampling"`
-	Roots      json.RawMessage            `json:"roots"`
+	Sampling json.RawMessage `json:"sampling"`
+	Roots    json.RawMessage `json:"roots"`
+}
+
+// clientCaps is what the server reads of a request's clientCapabilities.
+type clientCaps struct {
+	baseCaps
 	Extensions map[string]json.RawMessage `json:"extensions"`
 }
 
