@@ -185,10 +185,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 		if x.slot {
 			x.slot = false
-			<-e.slots // waiting for a person must not hold a worker slot
-			if e.backlog.Load() {
-				e.signal() // a slot is free: claim queued work now
-			}
+			e.freeSlot() // waiting for a person must not hold a worker slot
 		}
 		select {
 		case <-ctx.Done():

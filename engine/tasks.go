@@ -196,7 +196,7 @@ func (e *Engine) Update(ctx context.Context, principal, id string, responses map
 // left as it is. A running task's handler sees its ctx cancelled, at once
 // on this process and within one heartbeat on another.
 func (e *Engine) Cancel(ctx context.Context, principal, id string) error {
-	_, err := e.cancel(ctx, principal, id, "Cancelled by request")
+	_, err := e.cancel(ctx, principal, id, store.CancelledByRequest)
 	return err
 }
 
@@ -254,7 +254,7 @@ func (e *Engine) CancelNow(ctx context.Context, principal, id string) (*task.Rec
 		return nil, ErrNotFound
 	}
 	r, err := e.st.RequestCancel(ctx, store.CancelParams{ID: id, Principal: principal, Now: e.now(),
-		StatusMessage: "Cancelled by request", AtOnce: true})
+		StatusMessage: store.CancelledByRequest, AtOnce: true})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
 	}

@@ -174,16 +174,22 @@ func (e *Engine) reserveSlots() int {
 	}
 }
 
+// freeSlot gives back a worker slot; if work may be queued, the claim
+// loop claims it now, not at its next tick.
+func (e *Engine) freeSlot() {
+	<-e.slots
+	if e.backlog.Load() {
+		e.signal()
+	}
+}
+
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
 func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt}
 	defer func() {
 		if x.slot {
-			<-e.slots
-			if e.backlog.Load() {
-				e.signal() // a slot is free: claim queued work now, not at the next tick
-			}
+			e.freeSlot()
 		}
 	}()
 	t := e.tools[c.Tool]
@@ -211,7 +217,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	}
 	switch {
 	case c.CancelRequested:
-		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
+		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: store.CancelledByRequest})
 		return
 	case c.Lost && (!t.Retry.Rerun || c.Losses >= t.Retry.maxAttempts()):
 		// Losses counts this claim: Losses runs were lost, and this one
@@ -245,7 +251,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 		log.Info("task left to another worker", "cause", cause, "err", err)
 		spanLeft(span, cause, err)
 	case errors.Is(cause, errCancelRequested):
-		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: "Cancelled by request"})
+		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: store.CancelledByRequest})
 	case err != nil:
 		var te *task.Error
 		if !errors.As(err, &te) {

@@ -112,7 +112,6 @@ func release(r *task.Record, now time.Time) {
 	r.LeaseExpiresAt = time.Time{}
 	if r.CancelRequested && r.Status == task.InputRequired {
 		finish(r, task.Cancelled, CancelledByRequest, now)
-		r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: CancelledByRequest})
 	}
 }
 
@@ -203,12 +202,12 @@ func ApplyFinish(r *task.Record, p FinishParams) error {
 		return &task.TransitionError{From: r.Status, To: p.Status}
 	}
 	finish(r, p.Status, p.StatusMessage, p.Now)
-	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: p.Status, Message: p.StatusMessage})
 	r.Result = p.Result
 	r.Error = p.Error
 	return nil
 }
 
+// finish ends r with status s and records it in r's history.
 func finish(r *task.Record, s task.Status, msg string, now time.Time) {
 	r.Status = s
 	r.StatusMessage = msg // the working message no longer applies
@@ -216,6 +215,7 @@ func finish(r *task.Record, s task.Status, msg string, now time.Time) {
 	r.LeaseOwner = ""
 	r.LeaseExpiresAt = time.Time{}
 	r.UpdatedAt = now
+	r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: s, Message: msg})
 }
 
 // visible reports whether principal may see r at now.
@@ -274,7 +274,6 @@ func ApplyCancel(r *task.Record, p CancelParams) (changed bool, err error) {
 	}
 	if p.AtOnce || r.LeaseOwner == "" || !p.Now.Before(r.LeaseExpiresAt) {
 		finish(r, task.Cancelled, p.StatusMessage, p.Now)
-		r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryFinished, Attempt: r.Attempt, Status: task.Cancelled, Message: p.StatusMessage})
 		return true, nil
 	}
 	if r.CancelRequested {

@@ -156,14 +156,9 @@ func (s *Store) HeartbeatMany(_ context.Context, p store.HeartbeatManyParams) ([
 	defer s.mu.Unlock()
 	out := make([]store.LeaseState, len(p.Leases))
 	for i, l := range p.Leases {
-		r := s.tasks[l.ID]
-		if r != nil {
-			r = r.Clone()
-		}
-		out[i] = store.ApplyHeartbeatState(r, l, p)
-		if !out[i].Lost {
-			s.tasks[l.ID] = r
-		}
+		// In place: the Apply functions change nothing on error, and
+		// readers get clones.
+		out[i] = store.ApplyHeartbeatState(s.tasks[l.ID], l, p)
 	}
 	return out, nil
 }
@@ -259,7 +254,7 @@ func (s *Store) CountActive(_ context.Context, now time.Time) (store.ActiveCount
 		} else {
 			c.Working++
 		}
-		if (r.LeaseExpiresAt.IsZero() || !now.Before(r.LeaseExpiresAt)) && !store.Suspended(r) {
+		if store.Claimable(r, store.ClaimParams{Now: now}) {
 			c.Queued++
 		}
 	}
