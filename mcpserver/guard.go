@@ -80,10 +80,16 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		switch msg.Method {
 		case methodListen:
-			if s.refuseTaskListen(w, r, &msg) {
-				return
-			}
+			// A task subscription that go-sdk would accept up to dispatch
+			// (requests it would refuse for other reasons are left to it,
+			// as on the fast path). Without the Tasks extension declared
+			// it gets -32021 (TASKS-SPEC §3.2, §3.12): go-sdk knows nothing
+			// of taskIds and would acknowledge it.
 			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) && s.fastEligible(r, &msg) {
+				if !DeclaresTasks(fastPathVersion, msg.Params.Meta.ClientCapabilities) {
+					writeRPCError(w, msg.ID, missingTasksCapability("subscriptions/listen with notifications.taskIds"))
+					return
+				}
 				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
 			}
@@ -125,21 +131,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		next.ServeHTTP(rw, r)
 		rw.finish(msg.ID)
 	})
-}
-
-// refuseTaskListen answers -32021 to a well-formed subscriptions/listen
-// that asks for task notifications (notifications.taskIds) without
-// declaring the Tasks extension (TASKS-SPEC §3.2, §3.12). go-sdk knows
-// nothing of taskIds and would acknowledge it. It reports whether it
-// answered; requests that go-sdk would refuse for other reasons, it
-// leaves to go-sdk, as the fast path does.
-func (s *Server) refuseTaskListen(w http.ResponseWriter, r *http.Request, m *message) bool {
-	n := m.Params.Notifications
-	if n == nil || !present(n.TaskIDs) || !s.fastEligible(r, m) || DeclaresTasks(fastPathVersion, m.Params.Meta.ClientCapabilities) {
-		return false
-	}
-	writeRPCError(w, m.ID, missingTasksCapability("subscriptions/listen with notifications.taskIds"))
-	return true
 }
 
 // serveTaskListen serves a task subscription that go-sdk would accept up

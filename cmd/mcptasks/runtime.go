@@ -157,10 +157,6 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if err != nil {
 		return nil, err
 	}
-	workers := f.workers
-	if workers == 0 {
-		workers = -1 // the engine's "none"
-	}
 	defer func() {
 		if err != nil {
 			st.Close()
@@ -175,7 +171,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
 		Store:             st,
-		Engine:            &engine.Options{Workers: workers, Lease: f.lease, SuspendAfter: zeroIsNone(f.suspendAfter), MaxHeld: zeroIsNone(f.maxHeld)},
+		Engine:            &engine.Options{Workers: zeroIsNone(f.workers), Lease: f.lease, SuspendAfter: zeroIsNone(f.suspendAfter), MaxHeld: zeroIsNone(f.maxHeld)},
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
 		MaxInflightBytes:  o.maxInflight,
@@ -285,8 +281,9 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", spec, scheme)
 }
 
-// zeroIsNone maps the 0 of --suspend-after (at once) and --max-held (none)
-// to the engine's -1, for which 0 means the default.
+// zeroIsNone maps the 0 of --workers and --max-held (none) and of
+// --suspend-after (at once) to the engine's -1, for which 0 means the
+// default.
 func zeroIsNone[T int | time.Duration](v T) T {
 	if v == 0 {
 		return -1
