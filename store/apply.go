@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,31 +67,34 @@ func CheckFence(r *task.Record, p FenceParams) error {
 	return nil
 }
 
-// ApplyHeartbeat extends r's lease.
-func ApplyHeartbeat(r *task.Record, p HeartbeatParams) (cancelRequested bool, err error) {
-	if err := CheckFence(r, p.FenceParams); err != nil {
+// HeartbeatOne is [Store.Heartbeat] by way of s's HeartbeatMany, for the
+// stores whose batched heartbeat is their only one.
+func HeartbeatOne(ctx context.Context, s Store, p HeartbeatParams) (cancelRequested bool, err error) {
+	sts, err := s.HeartbeatMany(ctx, HeartbeatManyParams{
+		Leases: []Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: p.LeaseExpiresAt,
+	})
+	if err != nil {
 		return false, err
 	}
-	r.LeaseExpiresAt = p.LeaseExpiresAt
-	return r.CancelRequested, nil
+	if sts[0].Lost {
+		return false, ErrLeaseLost
+	}
+	return sts[0].CancelRequested, nil
 }
 
 // CancelledByRequest is the status message of a task that a release
 // cancels (see [ApplyRelease]).
 const CancelledByRequest = "Cancelled by request"
 
-// ApplyHeartbeatState is [ApplyHeartbeat] for [Store.HeartbeatMany]: it
-// extends r's lease if l holds it, and returns what the holder learns. r
-// is nil for a task that does not exist.
+// ApplyHeartbeatState extends r's lease if l holds it (see [CheckFence]),
+// and returns what the holder learns, for [Store.HeartbeatMany]. r is nil
+// for a task that does not exist.
 func ApplyHeartbeatState(r *task.Record, l Lease, p HeartbeatManyParams) LeaseState {
-	if r == nil {
+	if r == nil || CheckFence(r, FenceParams{ID: l.ID, Attempt: l.Attempt, Now: p.Now}) != nil {
 		return LeaseState{Lost: true}
 	}
-	cancel, err := ApplyHeartbeat(r, HeartbeatParams{FenceParams: FenceParams{ID: l.ID, Attempt: l.Attempt, Now: p.Now}, LeaseExpiresAt: p.LeaseExpiresAt})
-	if err != nil {
-		return LeaseState{Lost: true}
-	}
-	return LeaseState{CancelRequested: cancel, Answered: r.Status != task.InputRequired}
+	r.LeaseExpiresAt = p.LeaseExpiresAt
+	return LeaseState{CancelRequested: r.CancelRequested, Answered: r.Status != task.InputRequired}
 }
 
 // ApplyRelease clears r's lease without ending the task. A task that

@@ -141,13 +141,9 @@ func (s *Store) fenced(id string, ev store.EventKind, fn func(r *task.Record) er
 	return err
 }
 
-// Heartbeat implements [store.Store].
-func (s *Store) Heartbeat(_ context.Context, p store.HeartbeatParams) (cancel bool, err error) {
-	err = s.fenced(p.ID, "", func(r *task.Record) (err error) {
-		cancel, err = store.ApplyHeartbeat(r, p)
-		return err
-	})
-	return cancel, err
+// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
+func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
+	return store.HeartbeatOne(ctx, s, p)
 }
 
 // HeartbeatMany implements [store.Store].

@@ -156,14 +156,5 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 
 // Heartbeat implements [store.Store]: HeartbeatMany of one lease.
 func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	sts, err := s.HeartbeatMany(ctx, store.HeartbeatManyParams{
-		Leases: []store.Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: p.LeaseExpiresAt,
-	})
-	if err != nil {
-		return false, err
-	}
-	if sts[0].Lost {
-		return false, store.ErrLeaseLost
-	}
-	return sts[0].CancelRequested, nil
+	return store.HeartbeatOne(ctx, s, p)
 }

@@ -9,15 +9,29 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
-// columns are the columns of tasks that hold a task.Record, in the order of
-// recordValues and scanRecord. expires_at is computed by SQLite.
-const columns = `id, principal, tool, args, client_capabilities, status, status_message,
-	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
+// The columns of tasks that hold a task.Record, in the order of
+// recordValues and scanRecord: first those of the task's identity, which
+// Create writes and nothing changes after it, then those of its state,
+// which the writes that follow change. An update writes only the state
+// columns, so that SQLite leaves the indexes of the identity alone
+// (tasks_created, tasks_expires_at and the primary key); it would rewrite
+// every index on a column that an UPDATE sets, whether or not the value
+// changed. expires_at is computed by SQLite.
+const (
+	identityColumns = `id, principal, tool, args, client_capabilities, created_at,
+	ttl_ms, poll_interval_ms, trace_parent, idempotency_key`
+	stateColumns = `status, status_message, updated_at, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses, idempotency_key, history, steps`
+	losses, history, steps`
+	columns = identityColumns + `, ` + stateColumns
+)
 
-// marks are the placeholders of columns.
-const marks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+// identityMarks and stateMarks are the placeholders of identityColumns and
+// stateColumns.
+const (
+	identityMarks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+	stateMarks    = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+)
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM tasks`
@@ -26,12 +40,34 @@ const (
 	byKeySQL  = selectSQL + ` WHERE principal = ? AND idempotency_key = ?`
 	// dropKeySQL takes the idempotency key from an expired task.
 	dropKeySQL = `UPDATE tasks SET idempotency_key = NULL WHERE id = ?`
-	insertSQL  = `INSERT INTO tasks (` + columns + `) VALUES (` + marks + `) ON CONFLICT (id) DO NOTHING`
-	updateSQL  = `UPDATE tasks SET (` + columns + `) = (` + marks + `) WHERE id = ?`
+	insertSQL  = `INSERT INTO tasks (` + columns + `) VALUES (` + identityMarks + `, ` + stateMarks + `) ON CONFLICT (id) DO NOTHING`
+	updateSQL  = `UPDATE tasks SET (` + stateColumns + `) = (` + stateMarks + `) WHERE id = ?`
+	// heartbeatSQL extends one lease if its holder still holds it (the
+	// WHERE is store.CheckFence: live, held at the attempt, not expired),
+	// writing only lease_expires_at. The parameters are the id, the
+	// attempt, the new expiry and now; no row means the lease is lost.
+	heartbeatSQL = `UPDATE tasks SET lease_expires_at = ?3
+	WHERE id = ?1 AND attempt = ?2 AND status IN ('working', 'input_required')
+	  AND lease_owner <> '' AND (expires_at IS NULL OR expires_at > ?4)
+	RETURNING cancel_requested, status <> 'input_required'`
 )
 
-// recordValues returns the column values of r.
+// recordValues returns the column values of r: those of identityColumns,
+// then those of stateColumns.
 func recordValues(r *task.Record) ([]any, error) {
+	state, err := stateValues(r)
+	if err != nil {
+		return nil, err
+	}
+	return append([]any{
+		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
+		r.CreatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
+		r.TraceParent, nullString(r.IdempotencyKey),
+	}, state...), nil
+}
+
+// stateValues returns the values of r's stateColumns.
+func stateValues(r *task.Record) ([]any, error) {
 	inputRequests, err := sqlstore.EncodeRaws(r.InputRequests)
 	if err != nil {
 		return nil, fmt.Errorf("input requests: %w", err)
@@ -57,12 +93,9 @@ func recordValues(r *task.Record) ([]any, error) {
 		cancel = 1
 	}
 	return []any{
-		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
-		string(r.Status), r.StatusMessage,
-		r.CreatedAt.UnixMilli(), r.UpdatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
-		inputRequests, answers,
+		string(r.Status), r.StatusMessage, r.UpdatedAt.UnixMilli(), inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, steps,
+		r.Losses, history, steps,
 	}, nil
 }
 
@@ -83,10 +116,11 @@ func scanRecord(sc scanner) (*task.Record, error) {
 		leaseExpiresAt                     sql.NullInt64
 		key                                sql.NullString
 	)
-	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
-		&created, &updated, &ttl, &poll, &inputRequests, &answers,
+	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &created,
+		&ttl, &poll, &r.TraceParent, &key,
+		&status, &r.StatusMessage, &updated, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses, &key, &history, &steps)
+		&r.Losses, &history, &steps)
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +151,9 @@ func scanRecord(sc scanner) (*task.Record, error) {
 	return &r, nil
 }
 
-// update writes r back to its row.
+// update writes r's state back to its row (see stateColumns).
 func update(tx *wtx, r *task.Record) error {
-	vals, err := recordValues(r)
+	vals, err := stateValues(r)
 	if err != nil {
 		return noChange{err}
 	}

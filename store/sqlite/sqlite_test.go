@@ -169,7 +169,8 @@ func TestQueryPlans(t *testing.T) {
 		args  []any
 	}{
 		{"Get", getSQL, []any{"t1"}},
-		{"Update", updateSQL, make([]any, strings.Count(marks, "?")+1)}, // the columns, then the id
+		{"Update", updateSQL, make([]any, strings.Count(stateMarks, "?")+1)}, // the state columns, then the id
+		{"Heartbeat", heartbeatSQL, []any{"t1", 1, 0, 0}},
 		{"Claim", claimAll, claimArgs},
 		{"ClaimTools", claimTools, toolArgs},
 		{"DeleteExpired", deleteExpiredSQL, []any{0, 10}},

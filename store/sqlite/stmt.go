@@ -13,7 +13,7 @@ import (
 // write connection: SQLite would otherwise parse each one again at every
 // execution, which costs more than the insert itself.
 type writeStmts struct {
-	get, insert, update, byKey, dropKey, dataVersion *sql.Stmt
+	get, insert, update, heartbeat, byKey, dropKey, dataVersion *sql.Stmt
 }
 
 func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
@@ -22,7 +22,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 		st **sql.Stmt
 		q  string
 	}{
-		{&ws.get, getSQL}, {&ws.insert, insertSQL}, {&ws.update, updateSQL},
+		{&ws.get, getSQL}, {&ws.insert, insertSQL}, {&ws.update, updateSQL}, {&ws.heartbeat, heartbeatSQL},
 		{&ws.byKey, byKeySQL}, {&ws.dropKey, dropKeySQL},
 		{&ws.dataVersion, "PRAGMA data_version"},
 	} {
@@ -38,7 +38,7 @@ func prepareWrites(ctx context.Context, db *sql.DB) (*writeStmts, error) {
 
 func (ws *writeStmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.byKey, ws.dropKey, ws.dataVersion} {
+	for _, st := range []*sql.Stmt{ws.get, ws.insert, ws.update, ws.heartbeat, ws.byKey, ws.dropKey, ws.dataVersion} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

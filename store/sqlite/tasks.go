@@ -90,34 +90,27 @@ func (s *Store) fenced(ctx context.Context, op, id string, ev store.EventKind, f
 	return err
 }
 
-// Heartbeat implements [store.Store].
+// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
 func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	err = s.fenced(ctx, "heartbeat", p.ID, "", func(r *task.Record) (bool, error) {
-		cancelRequested, err = store.ApplyHeartbeat(r, p)
-		return true, err
-	})
-	return cancelRequested, err
+	return store.HeartbeatOne(ctx, s, p)
 }
 
 // HeartbeatMany implements [store.Store]: one write transaction (one
-// commit, shared with other writes by the group commit) for every lease.
+// commit, shared with other writes by the group commit) for every lease,
+// with one narrow update per lease that writes only its expiry.
 func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
 	out := make([]store.LeaseState, len(p.Leases))
 	err := s.inTx(ctx, "heartbeat", func(tx *wtx) error {
+		st := tx.tx.StmtContext(tx.ctx, tx.ws.heartbeat)
 		for i, l := range p.Leases {
 			s.cache.drop(l.ID)
-			r, err := tx.get(l.ID)
+			err := st.QueryRowContext(tx.ctx, l.ID, l.Attempt, p.LeaseExpiresAt.UnixMilli(), p.Now.UnixMilli()).
+				Scan(&out[i].CancelRequested, &out[i].Answered)
 			if errors.Is(err, sql.ErrNoRows) {
-				r, err = nil, nil
-			}
-			if err != nil {
-				return fmt.Errorf("sqlite: heartbeat: load: %w", err)
-			}
-			out[i] = store.ApplyHeartbeatState(r, l, p)
-			if out[i].Lost {
+				out[i] = store.LeaseState{Lost: true}
 				continue
 			}
-			if err := update(tx, r); err != nil {
+			if err != nil {
 				return fmt.Errorf("sqlite: heartbeat: %w", err)
 			}
 		}
