@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -109,6 +110,46 @@ type runtimeOptions struct {
 	sessionKey                         []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
 
+// defaultGCPercent is the garbage collector's target (GOGC) of serve,
+// worker and proxy. Their live heap is small (about 10 MiB, even beside a
+// million waiting tasks) and their allocation rate high, so Go's default
+// of 100 collects every few MiB allocated: up to a sixth of a busy
+// server's CPU (BENCHMARKS.md, "Garbage collection"). 400 lets the heap
+// grow to five times the live heap between collections; the soft memory
+// limit of gcSettings keeps the bound of the README's "Memory" section.
+const defaultGCPercent = 400
+
+// memoryBudget is what a serve process stays under, besides what its
+// running handlers hold, with the given --cache-bytes and
+// --max-inflight-bytes: the formula of the README's "Memory" section. A
+// process of the binary starts at about 30 MiB; the read cache holds at
+// most cacheBytes; each byte of the in-flight budget costs up to four
+// while a body is decoded or a reply encoded; and the heap may be twice
+// what is live (see gcSettings).
+func memoryBudget(cacheBytes, inflightBytes int64) int64 {
+	return 30<<20 + 2*(cacheBytes+4*inflightBytes)
+}
+
+// gcSettings returns the collector's settings for a process with the
+// given bounds, each -1 where the environment set it (GOGC, GOMEMLIMIT),
+// which the Go runtime has applied: the target defaultGCPercent, and a
+// soft memory limit of one and a half times the largest live heap that
+// memoryBudget allows for. Near the limit the collector runs more often:
+// at that largest live heap, as often as GOGC=50 would, so the process
+// stays under memoryBudget. Only handlers that hold more than the limit
+// would make it collect without pause (the Go runtime caps that at half
+// the CPU); set GOMEMLIMIT for them.
+func gcSettings(getenv func(string) string, cacheBytes, inflightBytes int64) (percent int, limit int64) {
+	percent, limit = -1, -1
+	if getenv("GOGC") == "" {
+		percent = defaultGCPercent
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		limit = 3 * (cacheBytes + 4*inflightBytes) / 2
+	}
+	return percent, limit
+}
+
 // newRuntime validates f and builds the runtime.
 func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime, err error) {
 	var level slog.Level
@@ -134,6 +175,13 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		return nil, usageError("--demo-step must be positive, got %s", f.demoStep)
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	percent, limit := gcSettings(os.Getenv, f.cacheBytes, o.maxInflight)
+	if percent >= 0 {
+		debug.SetGCPercent(percent)
+	}
+	if limit >= 0 {
+		debug.SetMemoryLimit(limit)
+	}
 	tp, otlpTo, err := newTracerProvider(ctx, f.otelEndpoint, os.Getenv)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,27 @@
+package main
+
+import "testing"
+
+// TestGCSettings: the processes that run tools collect at defaultGCPercent
+// with a soft memory limit of their memory budget, unless the environment
+// sets GOGC or GOMEMLIMIT, which then stand.
+func TestGCSettings(t *testing.T) {
+	const cache, inflight = 64 << 20, 64 << 20
+	const limit = 3 * (cache + 4*inflight) / 2
+	for _, tt := range []struct {
+		gogc, gomemlimit string
+		percent          int
+		limit            int64
+	}{
+		{"", "", defaultGCPercent, limit},
+		{"100", "", -1, limit},
+		{"off", "1GiB", -1, -1},
+		{"", "512MiB", defaultGCPercent, -1},
+	} {
+		env := map[string]string{"GOGC": tt.gogc, "GOMEMLIMIT": tt.gomemlimit}
+		p, l := gcSettings(func(k string) string { return env[k] }, cache, inflight)
+		if p != tt.percent || l != tt.limit {
+			t.Errorf("GOGC=%q GOMEMLIMIT=%q: gcSettings = %d, %d; want %d, %d", tt.gogc, tt.gomemlimit, p, l, tt.percent, tt.limit)
+		}
+	}
+}
