@@ -91,7 +91,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		return checkRound(req.ProtocolVersion(), caps, "tool "+req.Params.Name, res, err)
 	}
 	args := req.Params.Arguments
-	asTask, err := s.admit(ctx, t, req.ProtocolVersion(), caps, args)
+	asTask, err := s.admit(ctx, t, req.ProtocolVersion(), parseCaps(caps).has(), args)
 	if err != nil {
 		return nil, err
 	}
@@ -116,12 +116,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 // admit is the one gate of a tools/call of t, for both routes: capability
 // gating first (the Tasks extension for a task-only call, and the tool's
 // Requires), then the arguments (TASKS-SPEC §7.14): their size and depth,
-// then, unless the client has gone, the tool's input schema. It reports
-// whether the call runs as a task, or the error to answer with.
-func (s *Server) admit(ctx context.Context, t *toolEntry, version string, caps, args json.RawMessage) (asTask bool, err error) {
-	declared := DeclaresTasks(version, caps)
+// then, unless the client has gone, the tool's input schema. has is what
+// the request's clientCapabilities declare (parseCaps, decoded once per
+// call). It reports whether the call runs as a task, or the error to
+// answer with.
+func (s *Server) admit(ctx context.Context, t *toolEntry, version string, has needs, args json.RawMessage) (asTask bool, err error) {
+	declared := has.declaresTasks(version)
 	mode := t.mode(ctx, args)
-	missing := t.requires.minus(parseCaps(caps).has())
+	missing := t.requires.minus(has)
 	if mode == TaskRequired && !declared {
 		missing = missing.union(needs{extensions: []string{task.ExtensionID}})
 	}

@@ -176,6 +176,13 @@ func inputRequestsNeeds(reqs mcp.InputRequestMap) needs {
 	return n
 }
 
+// declaresTasks reports whether a request of the protocol version that
+// declares the capabilities n declares the Tasks extension: what
+// [DeclaresTasks] reports of the capabilities' JSON.
+func (n needs) declaresTasks(version string) bool {
+	return version >= task.ProtocolVersion && n.extension(task.ExtensionID)
+}
+
 func (n needs) extension(id string) bool { return slices.Contains(n.extensions, id) }
 
 func (n needs) empty() bool {

@@ -8,8 +8,8 @@ import (
 )
 
 // TestDeclaresTasks_AsParseCaps checks that DeclaresTasks, which decodes
-// only the Tasks extension, answers as the full parse of the capabilities
-// does, malformed ones included.
+// only the Tasks extension, answers as needs.declaresTasks of the full
+// parse of the capabilities does, malformed ones included.
 func TestDeclaresTasks_AsParseCaps(t *testing.T) {
 	for _, caps := range []string{
 		``, `{}`, `null`, `[]`, `5`, `{"extensions":{}}`, `{"extensions":null}`, `{"extensions":5}`, `{"extensions":[]}`,
@@ -25,12 +25,13 @@ func TestDeclaresTasks_AsParseCaps(t *testing.T) {
 		`{"extensions":{"io.modelcontextprotocol/Tasks":{}}}`,
 		`{"extensions":{"io.modelcontextprotocol/tasks":{}},}`,
 	} {
-		want := parseCaps(json.RawMessage(caps)).has().extension(task.ExtensionID)
+		want := parseCaps(json.RawMessage(caps)).has().declaresTasks(task.ProtocolVersion)
 		if got := DeclaresTasks(task.ProtocolVersion, json.RawMessage(caps)); got != want {
 			t.Errorf("DeclaresTasks(%s) = %v, parseCaps says %v", caps, got, want)
 		}
 	}
-	if DeclaresTasks("2025-11-25", json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)) {
+	declared := json.RawMessage(`{"extensions":{"io.modelcontextprotocol/tasks":{}}}`)
+	if DeclaresTasks("2025-11-25", declared) || parseCaps(declared).has().declaresTasks("2025-11-25") {
 		t.Error("declared under 2025-11-25")
 	}
 }

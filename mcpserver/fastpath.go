@@ -57,11 +57,12 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return false
 	}
 	caps := m.Params.Meta.ClientCapabilities
-	if !DeclaresTasks(fastPathVersion, caps) {
+	has := parseCaps(caps).has()
+	if !has.declaresTasks(fastPathVersion) {
 		return false
 	}
 	args := m.Params.Arguments
-	asTask, err := s.admit(r.Context(), t, fastPathVersion, caps, args)
+	asTask, err := s.admit(r.Context(), t, fastPathVersion, has, args)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true
