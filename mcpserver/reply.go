@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // The reply writers of the requests the server answers itself (the guard's
@@ -36,8 +37,11 @@ func (s *Server) writeResult(w http.ResponseWriter, id json.RawMessage, v any) {
 
 // writeMember writes a JSON-RPC response whose member key is v, with meta
 // as its first member _meta if not nil.
+//
+// v is encoded by segmentio/encoding, as requests are decoded (see
+// decodeJSON): the same JSON as encoding/json's, in half the time.
 func writeMember(w http.ResponseWriter, status int, id json.RawMessage, key string, meta json.RawMessage, v any) {
-	body, err := json.Marshal(v)
+	body, err := segjson.Marshal(v)
 	if err != nil {
 		status, key = http.StatusOK, "error"
 		body, _ = json.Marshal(&jsonrpc.Error{Code: codeInternalError, Message: "cannot encode the result"})
