@@ -40,7 +40,7 @@ func newCrossOrigin(allowed []string) *http.CrossOriginProtection {
 // Options.AllowedOrigins. Requests without Origin and Sec-Fetch-Site
 // headers come from programs, not browsers, and pass.
 func (s *Server) checkOrigin(r *http.Request) string {
-	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && isLoopback(la.String()) && !isLoopback(r.Host) {
+	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopbackAddr(la) && !isLoopback(r.Host) {
 		return fmt.Sprintf("Forbidden: Host %q is not a loopback name; this server listens on loopback only", r.Host)
 	}
 	if s.origins.Check(r) != nil {
@@ -53,6 +53,17 @@ func (s *Server) checkOrigin(r *http.Request) string {
 	return ""
 }
 
+// loopbackAddr reports whether the listener's address a is a loopback
+// one; a TCP address is read as it is, without formatting it.
+func loopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return isLoopback(a.String())
+}
+
+// isLoopback reports whether hostport (a Host header, or an address)
+// names a loopback host: localhost or a loopback IP.
 func isLoopback(hostport string) bool {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
