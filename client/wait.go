@@ -199,7 +199,7 @@ type stepOutcome struct {
 }
 
 // step runs one round of a wait: a status (pushed, or read with tasks/get
-// if pushed is nil) reported, then its input handled.
+// if pushed is nil, and then reported), then its input handled.
 func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus) stepOutcome {
 	st := pushed
 	if st == nil {
@@ -216,7 +216,12 @@ func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus) step
 	t.mu.Lock()
 	t.fails = 0
 	t.mu.Unlock()
-	w.report(st)
+	if pushed == nil {
+		// A pushed status was reported when it arrived; reporting it
+		// again here could follow a later one that arrived meanwhile
+		// (with the same lastUpdatedAt, so not seen as older).
+		w.report(st)
+	}
 	switch st.Status {
 	case task.Completed:
 		return stepOutcome{done: true, result: st.Result}
