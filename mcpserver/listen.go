@@ -194,10 +194,11 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 	c.w = sw
 	feed := s.opts.ChangeFeed
 	type watch struct {
-		state [sha256.Size]byte
+		state [sha256.Size]byte // digest of the notice of what the client last saw
 	}
 	watched := map[string]*watch{}
 	acked := []string{}
+	meta := subscriptionMeta{SubscriptionID: c.id}
 	var news <-chan struct{}
 	var take func() ([]string, bool)
 	if feed != nil {
@@ -215,7 +216,7 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 			}
 			acked = append(acked, id)
 			if !r.Status.Terminal() {
-				watched[id] = &watch{state: stateOf(r)}
+				watched[id] = &watch{state: sha256.Sum256(noticeOf(meta, r))}
 			}
 		}
 	}
@@ -224,7 +225,6 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Connection", "keep-alive")
 	h.Set("X-Accel-Buffering", "no")
-	meta := subscriptionMeta{SubscriptionID: c.id}
 	var ack ackMessage
 	ack.JSONRPC, ack.Method = "2.0", notifyAcknowledged
 	ack.Params.Meta = meta
@@ -276,7 +276,8 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 				if err != nil { // read again at the next news (a resync comes while the store is down)
 					continue
 				}
-				st := stateOf(r)
+				notice := noticeOf(meta, r)
+				st := sha256.Sum256(notice) // what the client saw last, by the notice it got
 				if st == wt.state {
 					continue
 				}
@@ -284,19 +285,13 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 				if r.Status.Terminal() {
 					delete(watched, id)
 				}
-				if err := writeSSE(sw, noticeOf(meta, r)); err != nil {
+				if err := writeSSE(sw, notice); err != nil {
 					return false, err
 				}
 			}
 		}
 	}
 	return true, nil
-}
-
-// stateOf returns a digest of what tasks/get shows of r.
-func stateOf(r *task.Record) [sha256.Size]byte {
-	b, _ := json.Marshal(r.Detailed()) // records encode: they were decoded
-	return sha256.Sum256(b)
 }
 
 // noticeOf returns the notifications/tasks message of r.
