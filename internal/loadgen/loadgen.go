@@ -3,7 +3,6 @@
 package loadgen
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // Modes of a run.
@@ -264,16 +265,9 @@ func (c *caller) do(ctx context.Context, method, name, metaJSON, params string, 
 	if err != nil {
 		return err
 	}
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("MCP-Protocol-Version", "2026-07-28")
-	h.Set("Mcp-Method", method)
-	if name != "" {
-		h.Set("Mcp-Name", name)
-	}
+	mcptest.SetHeaders(req.Header, method, name)
 	if c.token != "" {
-		h.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	c.requests.Add(1)
 	resp, err := c.hc.Do(req)
@@ -286,7 +280,7 @@ func (c *caller) do(ctx context.Context, method, name, metaJSON, params string, 
 		return err
 	}
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		raw = lastData(raw)
+		raw = mcptest.LastMessage(raw)
 	}
 	var msg struct {
 		Result json.RawMessage `json:"result"`
@@ -302,18 +296,6 @@ func (c *caller) do(ctx context.Context, method, name, metaJSON, params string, 
 		return json.Unmarshal(msg.Result, out)
 	}
 	return nil
-}
-
-func lastData(b []byte) []byte {
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		if d, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
-			last = bytes.TrimSpace(append([]byte(nil), d...))
-		}
-	}
-	return last
 }
 
 func callParams(tool string, args json.RawMessage) string {
