@@ -316,10 +316,11 @@ func TestCancelAsOperator(t *testing.T) {
 		}
 		wantCancelled(t, get(t, st, held.ID))
 
-		// Not held by any worker (an engine that runs nothing made it):
-		// cancelled at once, with the operator's message.
-		idle := newEngine(t, st, []*Tool{{Name: "job", Handler: p.handle}}, Options{Owner: "b", Workers: -1})
-		queued := create(t, idle, "job")
+		// Not held by any worker (an engine that runs nothing made it,
+		// of a tool that e does not claim): cancelled at once, with the
+		// operator's message.
+		idle := newEngine(t, st, []*Tool{{Name: "idle_job", Handler: p.handle}}, Options{Owner: "b", Workers: -1})
+		queued := create(t, idle, "idle_job")
 		if _, err := idle.CancelAsOperator(bg, queued.ID); err != nil {
 			t.Fatalf("CancelAsOperator(queued): %v", err)
 		}

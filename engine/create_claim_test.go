@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -41,7 +40,7 @@ func TestCreateClaims(t *testing.T) {
 		synctest.Wait() // the claim loop's first, empty, claim
 		r := create(t, e, "t")
 		got := get(t, st, r.ID)
-		if got.Attempt != 1 || got.LeaseOwner != "a" || !got.LeaseExpiresAt.Equal(time.Now().Add(testLease)) ||
+		if got.Attempt != 1 || got.LeaseOwner != "a" || !got.LeaseExpiresAt.Equal(r.CreatedAt.Add(testLease)) ||
 			len(got.History) != 1 || got.History[0].Kind != task.HistoryClaimed {
 			t.Errorf("stored at Create: attempt %d, owner %q, lease until %v, history %+v; want claimed by a", got.Attempt, got.LeaseOwner, got.LeaseExpiresAt, got.History)
 		}

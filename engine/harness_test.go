@@ -254,6 +254,7 @@ type faultStore struct {
 	blipStep    atomic.Int32 // so many next SaveStep calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
+	failCreate  atomic.Int32 // so many next Create calls fail without writing
 	hbCalls     atomic.Int32 // HeartbeatMany calls
 
 	mu        sync.Mutex
@@ -291,6 +292,9 @@ func (f *faultStore) finishResults() []error {
 func (f *faultStore) Create(ctx context.Context, r *task.Record) error {
 	if err := f.check(); err != nil {
 		return err
+	}
+	if f.failCreate.Add(-1) >= 0 {
+		return errStoreDown
 	}
 	err := f.Store.Create(ctx, r)
 	if err == nil && f.loseCreate.Add(-1) >= 0 {
@@ -426,3 +430,8 @@ func newMem() *memory.Store { return memory.New() }
 // on it learn of each other's writes only by reading the store, as
 // replicas on a store that announces nothing do.
 func quiet(st store.Store) store.Store { return struct{ store.Store }{st} }
+
+// pastCreate waits, in a handler, until its task's create has stored the
+// task (2 × foldWindow): the handler's next write is then a store write of
+// its own, not folded into the create.
+func pastCreate() { time.Sleep(2 * foldWindow) }

@@ -305,6 +305,7 @@ func TestRequestInputStoreDownLosesLease(t *testing.T) {
 				var firstErr error
 				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
 					if runs.Add(1) == 1 {
+						pastCreate()
 						st.down.Store(true) // the store goes away under the first run
 						_, firstErr = run.RequestInput(ctx, asks("k"), "")
 						return nil, firstErr

@@ -62,6 +62,9 @@ func (e *Engine) heartbeatOnce() {
 	xs := make([]*execution, 0, len(e.running))
 	helds := make([]time.Time, 0, len(e.running))
 	for _, x := range e.running {
+		if x.pending() { // not stored yet: nothing to extend
+			continue
+		}
 		xs = append(xs, x)
 		helds = append(helds, x.held)
 	}

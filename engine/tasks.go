@@ -49,7 +49,13 @@ var ErrKeyReused = errors.New("engine: idempotency key already used for another 
 // a started engine with a free worker slot, the task is created already
 // claimed by this engine (one write instead of a create and a claim), and
 // its handler starts at once; otherwise a worker of any process picks it
-// up.
+// up. For a tool that may run again ([RetryPolicy.Rerun]), without an
+// idempotency key, the handler starts before the task is stored, and its
+// first write, if made within a millisecond (a status, a question, a
+// step, its end), is stored with the create: one write instead of two.
+// Should that insert fail, the handler stops at its next write, and the
+// client, which gets the error, calls again. The task returned is the
+// task as created, working, whatever that write stored.
 //
 // With an idempotency key that a live task of the principal was created
 // with, by the same tool with the same arguments (as JSON values), Create
@@ -87,6 +93,18 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	if claim {
 		store.ApplyClaim(r, store.ClaimParams{Owner: e.opts.Owner, Now: now, LeaseExpiresAt: now.Add(e.opts.Lease)})
 	}
+	if claim && p.IdempotencyKey == "" && t.Retry.Rerun {
+		// The handler starts now, and its first write is folded into
+		// the create. Not with a key: a duplicate must start nothing.
+		// Only for a tool that may run again: should the insert fail,
+		// the client retries a call whose handler has begun.
+		r, err := e.createFolded(ctx, claimCtx, claimed, r, now)
+		if err != nil {
+			return nil, fmt.Errorf("engine: create task: %w", err)
+		}
+		e.obs.TaskCreated(p.Tool)
+		return r, nil
+	}
 	if err := e.st.Create(ctx, r); err != nil {
 		if claim {
 			claimed(false)
@@ -99,7 +117,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	}
 	e.obs.TaskCreated(p.Tool)
 	if claim {
-		e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now)
+		e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now, nil)
 		claimed(true)
 	} else {
 		e.backlog.Store(true)

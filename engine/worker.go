@@ -37,6 +37,7 @@ type execution struct {
 	span    trace.Span      // the run's span; records nothing without tracing
 	waiting atomic.Bool     // the handler waits in RequestInput
 	held    time.Time       // the lease as last extended; guarded by Engine.mu
+	create  *pendingCreate  // the task's create, if it waited for the first write
 }
 
 // wake tells the handler that its answers may have arrived.
@@ -119,19 +120,20 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	// that did not has emptied the queue this engine can see.
 	e.backlog.Store(len(claimed) == free)
 	for _, c := range claimed {
-		e.begin(ctx, c, now)
+		e.begin(ctx, c, now, nil)
 	}
 	return len(claimed), nil
 }
 
 // begin runs the claimed task c, for which the caller took a worker slot,
-// in a goroutine of its own.
-func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time) {
+// in a goroutine of its own. create is the task's pending create, if it
+// is not stored yet (see pendingCreate).
+func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time, create *pendingCreate) {
 	e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
 	e.handlers.Add(1)
 	go func() {
 		defer e.handlers.Done()
-		e.execute(ctx, c)
+		e.execute(ctx, c, create)
 	}()
 }
 
@@ -185,8 +187,8 @@ func (e *Engine) freeSlot() {
 
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
-func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
-	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt}
+func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendingCreate) {
+	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt, create: create}
 	defer func() {
 		if x.slot {
 			e.freeSlot()
@@ -202,7 +204,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed) {
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
 	finish := func(p store.FinishParams) {
 		p.FenceParams = fence()
-		if err := e.st.Finish(runCtx, p); err != nil {
+		err := e.write(runCtx, x, func(r *task.Record) error { return store.ApplyFinish(r, p) },
+			func(ctx context.Context) error { return e.st.Finish(ctx, p) })
+		if err != nil {
 			level := slog.LevelWarn
 			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)

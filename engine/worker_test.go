@@ -32,7 +32,7 @@ func TestHandlerRunsDetached(t *testing.T) {
 
 		// Create returned while the handler runs on a worker.
 		running := wantStatus(t, st, r.ID, task.Working)
-		if running.Attempt != 1 || running.LeaseOwner != "a" || !running.LeaseExpiresAt.Equal(time.Now().Add(testLease)) {
+		if running.Attempt != 1 || running.LeaseOwner != "a" || !running.LeaseExpiresAt.Equal(r.CreatedAt.Add(testLease)) {
 			t.Errorf("running task: attempt %d, owner %q, lease until %v", running.Attempt, running.LeaseOwner, running.LeaseExpiresAt)
 		}
 

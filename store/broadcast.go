@@ -75,11 +75,13 @@ func (b *Broadcast) Listen(ctx context.Context) (<-chan Event, error) {
 }
 
 // CreateEvent is how a store announces the create of r: EventCreated,
-// which wakes the workers to claim it, unless r was created leased to its
-// creator, whose engine runs it already; then EventUpdated, for watchers
-// of changes only (a claim for it would find nothing).
+// which wakes the workers to claim it, if r is created claimable (working,
+// unleased); else EventUpdated, for watchers of changes only (a claim for
+// it would find nothing): r was created leased to its creator, whose
+// engine runs it already, or with its handler's first write applied
+// (waiting for input, or ended).
 func CreateEvent(r *task.Record) EventKind {
-	if r.LeaseOwner != "" {
+	if r.Status != task.Working || r.LeaseOwner != "" {
 		return EventUpdated
 	}
 	return EventCreated

@@ -14,8 +14,8 @@ import (
 )
 
 // Create implements [store.Store]. The insert and its created event (unless
-// Options.DisableNotify, or the task is created leased to its creator) are
-// one statement, so one transaction.
+// Options.DisableNotify, or the task is not created claimable: see
+// store.CreateEvent) are one statement, so one transaction.
 //
 // With an idempotency key, the unique index on principal and key decides:
 // of concurrent inserts with one key, one commits and the others insert
@@ -30,7 +30,7 @@ func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	defer cancel()
 	for range maxKeyTries {
 		var n int64
-		if s.opts.DisableNotify || r.LeaseOwner != "" { // a task created leased is not for others to claim
+		if s.opts.DisableNotify || store.CreateEvent(r) != store.EventCreated { // not for others to claim
 			var tag pgconn.CommandTag
 			tag, err = s.pool.Exec(ctx, insertRowSQL, vals...)
 			n = tag.RowsAffected()
