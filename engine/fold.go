@@ -78,9 +78,9 @@ func (e *Engine) write(ctx context.Context, x *execution, apply func(*task.Recor
 // claimForCreate's), as pendingCreate describes: its handler starts at
 // once, and r is inserted with the handler's first write, or as it is
 // after foldWindow. It returns once r is durable, as it was before the
-// handler's write, so that what Create returns does not depend on how soon
-// the handler wrote. If the insert fails, the
-// task does not exist, and the handler is fenced off at its next write.
+// handler's write, so that what Create returns does not depend on how
+// soon the handler wrote. If the insert fails, the task does not exist,
+// and the handler is fenced off at its next write.
 func (e *Engine) createFolded(ctx, claimCtx context.Context, done func(started bool), r *task.Record, now time.Time) (*task.Record, error) {
 	created := r.Clone() // what Create returns: the task as created, whatever the first write did
 	p := newPendingCreate(r)

@@ -157,6 +157,40 @@ func testCreateClaimed(t *testing.T, f factory) {
 			t.Errorf("claim after the creator's lease ended: Lost %v, Attempt %d, Losses %d; want true, 2, 1", c.Lost, c.Attempt, c.Losses)
 		}
 	})
+	// A create may carry its handler's first write (the engine folds it
+	// in): the task is stored as that write left it.
+	t.Run("WithQuestion", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		r := leased("t1")
+		c := store.Claimed{Record: r.Clone()}
+		if _, _, err := store.ApplyRequestInput(r, store.RequestInputParams{FenceParams: fence(c, t0), Requests: raws("a", reqA), StatusMessage: "a?", Suspend: true}); err != nil {
+			t.Fatal(err)
+		}
+		create(t, s, r)
+		wantStored(t, s, r)
+		if got := get(t, s, "t1"); got.Status != task.InputRequired || got.LeaseOwner != "" {
+			t.Errorf("stored %s, owner %q; want input_required, suspended", got.Status, got.LeaseOwner)
+		}
+		if ids := claimIDs(t, s, store.ClaimParams{Owner: "w2", Now: at(time.Second), LeaseExpiresAt: at(lease)}); len(ids) != 0 {
+			t.Errorf("Claim of a task created suspended = %v, want none until answered", ids)
+		}
+		answer(t, s, "t1", at(2*time.Second), raws("a", respA))
+		if ids := claimIDs(t, s, store.ClaimParams{Owner: "w2", Now: at(3 * time.Second), LeaseExpiresAt: at(lease)}); len(ids) != 1 {
+			t.Errorf("Claim after the answer = %v, want [t1]", ids)
+		}
+	})
+	t.Run("Finished", func(t *testing.T) {
+		t.Parallel()
+		s := f.open(t)
+		r := leased("t1")
+		c := store.Claimed{Record: r.Clone()}
+		if err := store.ApplyFinish(r, store.FinishParams{FenceParams: fence(c, t0), Status: task.Completed, Result: json.RawMessage(`{"content": []}`)}); err != nil {
+			t.Fatal(err)
+		}
+		create(t, s, r)
+		wantStored(t, s, r)
+	})
 	t.Run("DuplicateKey", func(t *testing.T) {
 		t.Parallel()
 		s := f.open(t)
