@@ -30,7 +30,7 @@ const (
 	DefaultPollInterval  = time.Second
 	DefaultSweepBatch    = 500
 	DefaultSuspendAfter  = 5 * time.Second
-	DefaultMaxHeld       = 1000
+	DefaultMaxHeld       = 100
 )
 
 // ErrNotFound is returned for a task that does not exist, has expired, or
@@ -73,7 +73,10 @@ type Options struct {
 	// suspended at once, by the same store write that records its request,
 	// so that a burst of tasks that ask costs neither memory nor an extra
 	// write per task. Handlers of tools that hold (Tool.Hold) or may not
-	// be re-run do not count: they hold however many wait.
+	// be re-run do not count: they hold however many wait. Each handler
+	// that holds keeps about 30 KiB, which the collector's GOGC multiplies
+	// at the peak of a burst; holding pays off only for an answer within
+	// SuspendAfter, as a re-run after it is cheap.
 	MaxHeld int
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired
