@@ -16,6 +16,17 @@ import (
 	"github.com/mcptasks/mcptasks/internal/pgtest"
 )
 
+// memoryBudget is what a serve process stays under, besides what its
+// running handlers hold, with the given --cache-bytes and
+// --max-inflight-bytes: the formula of the README's "Memory" section. A
+// process of the binary starts at about 30 MiB; the read cache holds at
+// most cacheBytes; each byte of the in-flight budget costs up to four while
+// a body is decoded or a reply encoded; and the heap may be twice what is
+// live (the memory limit of gcSettings keeps it so).
+func memoryBudget(cacheBytes, inflightBytes int64) int64 {
+	return 30<<20 + 2*(cacheBytes+4*inflightBytes)
+}
+
 // TestMemoryBudget is the large-record soak: a real serve process (built
 // without the race detector, whose shadow memory would be measured too),
 // on SQLite and on Postgres, with a read cache and an in-flight budget of

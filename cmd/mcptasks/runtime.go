@@ -119,24 +119,14 @@ type runtimeOptions struct {
 // limit of gcSettings keeps the bound of the README's "Memory" section.
 const defaultGCPercent = 400
 
-// memoryBudget is what a serve process stays under, besides what its
-// running handlers hold, with the given --cache-bytes and
-// --max-inflight-bytes: the formula of the README's "Memory" section. A
-// process of the binary starts at about 30 MiB; the read cache holds at
-// most cacheBytes; each byte of the in-flight budget costs up to four
-// while a body is decoded or a reply encoded; and the heap may be twice
-// what is live (see gcSettings).
-func memoryBudget(cacheBytes, inflightBytes int64) int64 {
-	return 30<<20 + 2*(cacheBytes+4*inflightBytes)
-}
-
 // gcSettings returns the collector's settings for a process with the
 // given bounds, each -1 where the environment set it (GOGC, GOMEMLIMIT),
 // which the Go runtime has applied: the target defaultGCPercent, and a
 // soft memory limit of one and a half times the largest live heap that
-// memoryBudget allows for. Near the limit the collector runs more often:
-// at that largest live heap, as often as GOGC=50 would, so the process
-// stays under memoryBudget. Only handlers that hold more than the limit
+// the README's memory formula allows for (the read cache, and four times
+// the in-flight budget). Near the limit the collector runs more often: at
+// that largest live heap, as often as GOGC=50 would, so the process stays
+// under the formula. Only handlers that hold more than the limit
 // would make it collect without pause (the Go runtime caps that at half
 // the CPU); set GOMEMLIMIT for them.
 func gcSettings(getenv func(string) string, cacheBytes, inflightBytes int64) (percent int, limit int64) {

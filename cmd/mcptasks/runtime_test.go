@@ -3,8 +3,9 @@ package main
 import "testing"
 
 // TestGCSettings: the processes that run tools collect at defaultGCPercent
-// with a soft memory limit of their memory budget, unless the environment
-// sets GOGC or GOMEMLIMIT, which then stand.
+// with a soft memory limit of 1.5 times the largest live heap of the
+// memory formula, unless the environment sets GOGC or GOMEMLIMIT, which
+// then stand.
 func TestGCSettings(t *testing.T) {
 	const cache, inflight = 64 << 20, 64 << 20
 	const limit = 3 * (cache + 4*inflight) / 2
