@@ -98,16 +98,16 @@ func (c *readCache) fill(r *task.Record, gen uint64) {
 	if c == nil {
 		return
 	}
+	size := r.Size()
+	if size > c.maxBytes/16 {
+		return
+	}
+	r = r.Clone() // outside the lock, which every GetFor takes
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.on || c.gen != gen {
 		return
 	}
-	size := r.Size()
-	if size > c.maxBytes/16 {
-		return
-	}
-	r = r.Clone()
 	if old := c.m[r.ID]; old != nil {
 		c.bytes -= old.Size()
 		delete(c.m, r.ID)
