@@ -55,19 +55,15 @@ const (
 // recordValues returns the column values of r: those of identityColumns,
 // then those of stateColumns.
 func recordValues(r *task.Record) ([]any, error) {
-	state, err := stateValues(r)
-	if err != nil {
-		return nil, err
-	}
-	return append([]any{
+	return appendStateValues(append(make([]any, 0, 24),
 		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
 		r.CreatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		r.TraceParent, nullString(r.IdempotencyKey),
-	}, state...), nil
+	), r)
 }
 
-// stateValues returns the values of r's stateColumns.
-func stateValues(r *task.Record) ([]any, error) {
+// appendStateValues appends the values of r's stateColumns to dst.
+func appendStateValues(dst []any, r *task.Record) ([]any, error) {
 	inputRequests, err := sqlstore.EncodeRaws(r.InputRequests)
 	if err != nil {
 		return nil, fmt.Errorf("input requests: %w", err)
@@ -92,11 +88,11 @@ func stateValues(r *task.Record) ([]any, error) {
 	if r.CancelRequested {
 		cancel = 1
 	}
-	return []any{
+	return append(dst,
 		string(r.Status), r.StatusMessage, r.UpdatedAt.UnixMilli(), inputRequests, answers,
 		sqlstore.RawValue(r.Result), rpcErr, cancel, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
 		r.Losses, history, steps,
-	}, nil
+	), nil
 }
 
 // scanner is a *sql.Row or *sql.Rows.
@@ -153,7 +149,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 
 // update writes r's state back to its row (see stateColumns).
 func update(tx *wtx, r *task.Record) error {
-	vals, err := stateValues(r)
+	vals, err := appendStateValues(make([]any, 0, 15), r) // and the id
 	if err != nil {
 		return noChange{err}
 	}
