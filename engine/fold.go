@@ -2,8 +2,8 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -24,15 +24,20 @@ const foldWindow = time.Millisecond
 // nothing within foldWindow, the create inserts the record as it is, and
 // every write of the handler goes to the store as usual.
 type pendingCreate struct {
-	mu      sync.Mutex
-	rec     *task.Record  // the record to insert; guarded by mu until done
-	flushed atomic.Bool   // the record was inserted, or its insert failed
-	done    chan struct{} // closed once flushed
-	err     error         // the insert's outcome; read after done
+	mu   sync.Mutex
+	rec  *task.Record  // the record to insert; nil once inserted (or failed); guarded by mu
+	done chan struct{} // closed once inserted (or failed)
+	err  error         // the insert's outcome; read after done
 }
 
-func newPendingCreate(r *task.Record) *pendingCreate {
-	return &pendingCreate{rec: r, done: make(chan struct{})}
+// pending reports whether the record is still to be inserted.
+func (p *pendingCreate) pending() bool {
+	select {
+	case <-p.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // fold inserts the pending record, with apply (if not nil) applied to it
@@ -42,7 +47,7 @@ func newPendingCreate(r *task.Record) *pendingCreate {
 func (p *pendingCreate) fold(ctx context.Context, st store.Store, apply func(*task.Record) error) (folded bool, err error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.flushed.Load() {
+	if p.rec == nil {
 		return false, nil
 	}
 	if apply != nil {
@@ -51,7 +56,7 @@ func (p *pendingCreate) fold(ctx context.Context, st store.Store, apply func(*ta
 		}
 	}
 	p.err = st.Create(ctx, p.rec)
-	p.flushed.Store(true)
+	p.rec = nil // the store has it: a held handler keeps no copy
 	close(p.done)
 	return true, p.err
 }
@@ -59,19 +64,53 @@ func (p *pendingCreate) fold(ctx context.Context, st store.Store, apply func(*ta
 // pending reports whether x's task waits to be inserted with its first
 // write: its lease is not in the store yet.
 func (x *execution) pending() bool {
-	return x.create != nil && !x.create.flushed.Load()
+	return x.create != nil && x.create.pending()
 }
 
-// write makes a store write of x's task: folded into the task's create
-// while that is pending (apply changes the record to insert; see
-// pendingCreate), else by call.
-func (e *Engine) write(ctx context.Context, x *execution, apply func(*task.Record) error, call func(context.Context) error) error {
-	if x.create != nil {
-		if folded, err := x.create.fold(ctx, e.st, apply); folded {
+// foldingStore is the store that a run of a pending create writes to:
+// while the create is pending, the run's first write is applied to the
+// record and inserted with it (pendingCreate.fold); after, every write
+// goes to the store. Release is not among its writes: a run releases
+// only after it has asked, which inserted the record.
+type foldingStore struct {
+	store.Store
+	p *pendingCreate
+}
+
+func (s foldingStore) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
+	if s.p.pending() {
+		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { _, err := store.ApplyStatusMessage(r, p); return err }); folded {
 			return err
 		}
 	}
-	return call(ctx)
+	return s.Store.SetStatusMessage(ctx, p)
+}
+
+func (s foldingStore) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
+	if s.p.pending() {
+		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(r, p); return err }); folded {
+			return answers, err
+		}
+	}
+	return s.Store.RequestInput(ctx, p)
+}
+
+func (s foldingStore) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
+	if s.p.pending() {
+		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { stored, _, err = store.ApplyStep(r, p); return err }); folded {
+			return stored, err
+		}
+	}
+	return s.Store.SaveStep(ctx, p)
+}
+
+func (s foldingStore) Finish(ctx context.Context, p store.FinishParams) error {
+	if s.p.pending() {
+		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { return store.ApplyFinish(r, p) }); folded {
+			return err
+		}
+	}
+	return s.Store.Finish(ctx, p)
 }
 
 // createFolded creates r, claimed by this engine in claimCtx (done is
@@ -83,7 +122,7 @@ func (e *Engine) write(ctx context.Context, x *execution, apply func(*task.Recor
 // and the handler is fenced off at its next write.
 func (e *Engine) createFolded(ctx, claimCtx context.Context, done func(started bool), r *task.Record, now time.Time) (*task.Record, error) {
 	created := r.Clone() // what Create returns: the task as created, whatever the first write did
-	p := newPendingCreate(r)
+	p := &pendingCreate{rec: r, done: make(chan struct{})}
 	e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now, p)
 	defer done(true) // Shutdown waits for the insert; the slot is the handler's
 	t := time.NewTimer(foldWindow)

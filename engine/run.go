@@ -84,9 +84,7 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 		return nil
 	}
 	err := r.storeCall(ctx, "set status", func(ctx context.Context) error {
-		p := store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg}
-		return r.e.write(ctx, r.x, func(rec *task.Record) error { _, err := store.ApplyStatusMessage(rec, p); return err },
-			func(ctx context.Context) error { return r.e.st.SetStatusMessage(ctx, p) })
+		return r.x.st.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: r.fence(), StatusMessage: msg})
 	})
 	if err != nil {
 		return err
@@ -149,10 +147,11 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 	}()
 	var answers map[string]json.RawMessage
-	read := func(ctx context.Context, suspend bool) error {
-		p := store.RequestInputParams{FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage, Suspend: suspend}
-		return e.write(ctx, x, func(rec *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(rec, p); return err },
-			func(ctx context.Context) (err error) { answers, err = e.st.RequestInput(ctx, p); return err })
+	read := func(ctx context.Context, suspend bool) (err error) {
+		answers, err = x.st.RequestInput(ctx, store.RequestInputParams{
+			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage, Suspend: suspend,
+		})
+		return err
 	}
 	for asked := false; ; asked = true {
 		var err error
@@ -193,7 +192,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			return nil, context.Cause(ctx)
 		case <-x.parked:
 			if x.tool.Retry.Rerun {
-				if err := r.release(context.WithoutCancel(ctx)); err != nil {
+				if err := e.st.Release(context.WithoutCancel(ctx), r.fence()); err != nil {
 					// Still leave the task: its lease expires and another
 					// worker re-runs it. Failing it would lose the task
 					// to a store blip during a graceful shutdown.
@@ -212,17 +211,12 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 // suspend gives up the run's lease while its task waits for input, and
 // returns ErrSuspended, or the error of a stopped run.
 func (r *Run) suspend(ctx context.Context) error {
-	if err := r.storeCall(ctx, "suspend", r.release); err != nil {
+	if err := r.storeCall(ctx, "suspend", func(ctx context.Context) error {
+		return r.e.st.Release(ctx, r.fence())
+	}); err != nil {
 		return err
 	}
 	return r.suspended()
-}
-
-// release gives up the run's lease (store.Release).
-func (r *Run) release(ctx context.Context) error {
-	p := r.fence()
-	return r.e.write(ctx, r.x, func(rec *task.Record) error { return store.ApplyRelease(rec, p) },
-		func(ctx context.Context) error { return r.e.st.Release(ctx, p) })
 }
 
 // suspended returns ErrSuspended for a run whose task the store has

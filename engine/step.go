@@ -66,9 +66,7 @@ func (r *Run) Step(ctx context.Context, name string, fn func(context.Context) (j
 	// refuse (too large for the task's steps) is not.
 	var refused error
 	err = r.storeCall(ctx, "save step", func(ctx context.Context) (err error) {
-		p := store.StepParams{FenceParams: r.fence(), Name: name, Result: res}
-		err = r.e.write(ctx, r.x, func(rec *task.Record) (err error) { stored, _, err = store.ApplyStep(rec, p); return err },
-			func(ctx context.Context) (err error) { stored, err = r.e.st.SaveStep(ctx, p); return err })
+		stored, err = r.x.st.SaveStep(ctx, store.StepParams{FenceParams: r.fence(), Name: name, Result: res})
 		if errors.Is(err, task.ErrStepTooLarge) || errors.Is(err, task.ErrInvalidStep) {
 			refused, err = err, nil
 		}

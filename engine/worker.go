@@ -38,6 +38,7 @@ type execution struct {
 	waiting atomic.Bool     // the handler waits in RequestInput
 	held    time.Time       // the lease as last extended; guarded by Engine.mu
 	create  *pendingCreate  // the task's create, if it waited for the first write
+	st      store.Store     // what the run writes to: the store, or a foldingStore of create
 }
 
 // wake tells the handler that its answers may have arrived.
@@ -188,7 +189,10 @@ func (e *Engine) freeSlot() {
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
 func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendingCreate) {
-	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt, create: create}
+	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt, create: create, st: e.st}
+	if create != nil {
+		x.st = foldingStore{Store: e.st, p: create}
+	}
 	defer func() {
 		if x.slot {
 			e.freeSlot()
@@ -204,9 +208,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
 	finish := func(p store.FinishParams) {
 		p.FenceParams = fence()
-		err := e.write(runCtx, x, func(r *task.Record) error { return store.ApplyFinish(r, p) },
-			func(ctx context.Context) error { return e.st.Finish(ctx, p) })
-		if err != nil {
+		if err := x.st.Finish(runCtx, p); err != nil {
 			level := slog.LevelWarn
 			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)
