@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -140,16 +141,11 @@ func ask(ctx context.Context, reqs mcp.InputRequestMap, statusMessage string) (m
 	}
 	wire := make(map[string]json.RawMessage, len(reqs))
 	for k, r := range reqs {
-		// InputRequestMap knows the wire shape ({method, params}).
-		b, err := json.Marshal(mcp.InputRequestMap{k: r})
+		b, err := encodeInputRequest(r)
 		if err != nil {
 			return nil, fmt.Errorf("mcpserver: input request %q: %w", k, err)
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(b, &m); err != nil {
-			return nil, fmt.Errorf("mcpserver: input request %q: %w", k, err)
-		}
-		wire[k] = m[k]
+		wire[k] = b
 	}
 	if !c.InTask() {
 		return c.askInline(reqs, wire)
@@ -177,6 +173,35 @@ func notDeclared(missing needs) error {
 		return ErrRootsNotDeclared
 	}
 	return nil
+}
+
+// encodeInputRequest returns r in its wire shape, {"method", "params"},
+// byte for byte as go-sdk's mcp.InputRequestMap encodes it (an elicitation
+// without a mode gets the one go-sdk infers), without the map and the
+// second pass that encoding r through an InputRequestMap costs.
+func encodeInputRequest(r mcp.InputRequest) (json.RawMessage, error) {
+	method := methodOf(r)
+	switch r.(type) {
+	case *mcp.ElicitParams, *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams, *mcp.ListRootsParams:
+	default:
+		return nil, fmt.Errorf("unsupported type: %T", r)
+	}
+	if p, ok := r.(*mcp.ElicitParams); ok && p != nil && p.Mode == "" {
+		inferred := *p
+		inferred.Mode = "form"
+		if p.URL != "" || p.ElicitationID != "" {
+			inferred.Mode = "url"
+		}
+		r = &inferred
+	}
+	b := append(make([]byte, 0, 256), `{"method":"`...)
+	b = append(b, method...)
+	b = append(b, `","params":`...)
+	b, err := segjson.Append(b, r, segjson.EscapeHTML|segjson.SortMapKeys)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }
 
 // methodOf returns the method of an input request.
