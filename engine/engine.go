@@ -127,6 +127,7 @@ type Engine struct {
 	draining chan struct{} // closed by Shutdown
 	slots    chan struct{} // one token per running handler
 	held     chan struct{} // one token per handler holding while it waits for input
+	idle     chan job      // to a runner waiting for its next job (unbuffered)
 
 	mu      sync.Mutex
 	running map[string]*execution
@@ -196,6 +197,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	e.wake = make(chan struct{}, 1)
 	e.draining = make(chan struct{})
 	e.slots = make(chan struct{}, max(o.Workers, 0))
+	e.idle = make(chan job)
 	e.held = make(chan struct{}, max(o.MaxHeld, 0))
 	return e, nil
 }

@@ -14,7 +14,7 @@ import (
 // imply the index's, so it repeats the index's predicate word for word.
 // The parameters are now (twice), then the limit; claimQuery adds the tools.
 const claimSQL = selectSQL + `
-	WHERE (status = 'working' OR (status = 'input_required' AND lease_owner <> ''))
+	WHERE ` + claimableWhere + `
 	  AND (lease_expires_at IS NULL OR lease_expires_at <= ?)
 	  AND (expires_at IS NULL OR expires_at > ?)`
 

@@ -9,18 +9,37 @@ import (
 	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 )
 
-// countActiveSQL counts the live tasks through the partial claim index;
-// suspended tasks are not queued (store.Suspended).
-const countActiveSQL = `SELECT status, COUNT(*),
-	SUM(CASE WHEN (lease_expires_at IS NULL OR lease_expires_at <= ?)
-		AND NOT (status = 'input_required' AND lease_owner = '') THEN 1 ELSE 0 END)
-	FROM tasks WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > ?)
-	GROUP BY status`
+// Live tasks are counted through two partial indexes, as no index holds
+// every live task: tasks_claimable for the working ones and those held
+// while they wait for input (a query repeats its WHERE word for word to
+// walk it), and tasks_status for every one waiting for input, read from
+// the index alone (not expired by created_at + ttl_ms, which the index
+// has; SQLite computes expires_at from the row).
+const (
+	claimableWhere = `(status = 'working' OR (status = 'input_required' AND lease_owner <> ''))`
+	// notExpiredWhere keeps the tasks whose TTL has not elapsed at ?1.
+	notExpiredWhere = `(expires_at IS NULL OR expires_at > ?1)`
+	// waitingWhere keeps the tasks waiting for input at ?1, by the status
+	// index (whose WHERE a query must repeat: SQLite does not infer it).
+	waitingWhere = `status = 'input_required' AND status <> 'working' AND (ttl_ms <= 0 OR created_at + ttl_ms > ?1)`
+	// waitingSQL counts the tasks waiting for input at ?1.
+	waitingSQL = `SELECT COUNT(*) FROM tasks WHERE ` + waitingWhere
+	// heldWaitingSQL selects, to count them, the tasks waiting for input
+	// that a worker held (its lease may have expired since) at ?1.
+	heldWaitingSQL = `SELECT COUNT(*) FROM tasks WHERE ` + claimableWhere + ` AND status = 'input_required' AND ` + notExpiredWhere
+)
+
+// countActiveSQL counts the live tasks at ?1 by status, and those a worker
+// may claim (queued: not leased or lease expired, and not suspended).
+const countActiveSQL = `SELECT 'working', COUNT(*), COALESCE(SUM(lease_expires_at IS NULL OR lease_expires_at <= ?1), 0)
+	FROM tasks WHERE status = 'working' AND ` + notExpiredWhere + `
+	UNION ALL SELECT 'input_required', (` + waitingSQL + `),
+	(` + heldWaitingSQL + ` AND (lease_expires_at IS NULL OR lease_expires_at <= ?1))`
 
 // CountActive implements [store.Counter].
 func (s *Store) CountActive(ctx context.Context, now time.Time) (store.ActiveCounts, error) {
 	var c store.ActiveCounts
-	rows, err := s.r.QueryContext(ctx, countActiveSQL, timeValue(now), timeValue(now))
+	rows, err := s.r.QueryContext(ctx, countActiveSQL, timeValue(now))
 	if err != nil {
 		return c, fmt.Errorf("sqlite: count tasks: %w", err)
 	}
@@ -39,12 +58,12 @@ func (s *Store) CountActive(ctx context.Context, now time.Time) (store.ActiveCou
 	return c, nil
 }
 
-// countTasksSQL counts the live tasks, by the claim index, and the tasks
+// countTasksSQL counts the live tasks (see countActiveSQL) and the tasks
 // finished since a time, by the finished index, by tool and status. One
 // statement, so one snapshot. The parameters are now and the start of the
 // window.
-const countTasksSQL = `SELECT tool, status, COUNT(*) FROM tasks
-	WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > ?1) GROUP BY 1, 2
+const countTasksSQL = `SELECT tool, 'working', COUNT(*) FROM tasks WHERE status = 'working' AND ` + notExpiredWhere + ` GROUP BY 1
+	UNION ALL SELECT tool, 'input_required', COUNT(*) FROM tasks WHERE ` + waitingWhere + ` GROUP BY 1
 	UNION ALL SELECT tool, status, COUNT(*) FROM tasks
 	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at >= ?2 GROUP BY 1, 2`
 
@@ -94,11 +113,14 @@ func (s *Store) Throughput(ctx context.Context, p store.ThroughputParams) ([]sto
 }
 
 // queueSQL counts the live tasks by what they wait for, as
-// store.QueueCounts.Add does, through the claim index.
+// store.QueueCounts.Add does (see countActiveSQL): the working and held
+// ones by their lease, then the suspended ones as those waiting for input
+// less the held ones.
 const queueSQL = `SELECT status, COALESCE(lease_owner <> '' AND lease_expires_at > ?1, 0) AS held, lease_owner = '' AS unowned,
 	COUNT(*), MIN(created_at)
-	FROM tasks WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > ?1)
-	GROUP BY 1, 2, 3`
+	FROM tasks WHERE ` + claimableWhere + ` AND ` + notExpiredWhere + `
+	GROUP BY 1, 2, 3
+	UNION ALL SELECT 'input_required', 0, 1, (` + waitingSQL + `) - (` + heldWaitingSQL + `), 0`
 
 // Queue implements [store.Lister].
 func (s *Store) Queue(ctx context.Context, now time.Time) (*store.QueueCounts, error) {

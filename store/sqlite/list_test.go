@@ -22,7 +22,7 @@ func TestListPlans(t *testing.T) {
 		case c.Params.Principal != "":
 			want = "tasks_principal"
 		case c.Params.Status == task.Working:
-			want = "tasks_claim"
+			want = "tasks_claimable"
 		case c.Params.Status != "":
 			want = "tasks_status"
 		}
@@ -62,7 +62,8 @@ func TestListPlans(t *testing.T) {
 		{"CountTasks", countTasksSQL, "tasks_finished", []any{0, 0}},
 		{"Throughput", throughputSQL, "tasks_finished", []any{0, 0}},
 		{"ThroughputCreated", throughputSQL, "tasks_created", []any{0, 0}},
-		{"Queue", queueSQL, "tasks_claim", []any{0}},
+		{"Queue", queueSQL, "tasks_claimable", []any{0}},
+		{"QueueWaiting", queueSQL, "tasks_status", []any{0}},
 	} {
 		t.Run(q.name, func(t *testing.T) {
 			plan := explain(t, s, q.sql, q.args...)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -163,17 +164,32 @@ func TestQueryPlans(t *testing.T) {
 	defer s.Close()
 	claimAll, claimArgs := claimQuery(store.ClaimParams{Now: t0})
 	claimTools, toolArgs := claimQuery(store.ClaimParams{Now: t0, Tools: []string{"a", "b"}, Limit: 5})
+	working, err := store.ListParams{Status: task.Working, Limit: 10}.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listWorking := dialect.List(working, columns)
+	// The live tasks are read through the partial indexes that hold them
+	// (no index holds them all): never by a walk of every task.
+	live := []string{"tasks_claimable", "tasks_status", "tasks_finished", "PRIMARY KEY"}
 	tests := []struct {
 		name  string
 		query string
 		args  []any
+		sorts bool     // a temporary B-tree groups counts or orders a page
+		only  []string // if set, the indexes the plan may read tasks by
 	}{
-		{"Get", getSQL, []any{"t1"}},
-		{"Update", updateSQL, make([]any, strings.Count(stateMarks, "?")+1)}, // the state columns, then the id
-		{"Heartbeat", heartbeatSQL, []any{"t1", 1, 0, 0}},
-		{"Claim", claimAll, claimArgs},
-		{"ClaimTools", claimTools, toolArgs},
-		{"DeleteExpired", deleteExpiredSQL, []any{0, 10}},
+		{"Get", getSQL, []any{"t1"}, false, nil},
+		{"Update", updateSQL, make([]any, strings.Count(stateMarks, "?")+1), false, nil}, // the state columns, then the id
+		{"Heartbeat", heartbeatSQL, []any{"t1", 1, 0, 0}, false, nil},
+		{"Claim", claimAll, claimArgs, false, []string{"tasks_claimable"}},
+		{"ClaimTools", claimTools, toolArgs, false, []string{"tasks_claimable"}},
+		{"DeleteExpired", deleteExpiredSQL, []any{0, 10}, false, nil},
+		{"CountActive", countActiveSQL, []any{0}, false, live},
+		{"CountTasks", countTasksSQL, []any{0, 0}, true, live},
+		{"Queue", queueSQL, []any{0}, true, live},
+		{"ListWorking", listWorking.Page, listWorking.PageArgs, true, live},
+		{"ListWorkingBoundary", listWorking.Boundary, listWorking.BoundaryArgs, false, live},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,8 +215,12 @@ func TestQueryPlans(t *testing.T) {
 				if strings.HasPrefix(step, "SCAN tasks") && !strings.Contains(step, "INDEX") {
 					t.Errorf("plan scans the table: %q", plan)
 				}
-				if strings.Contains(step, "TEMP B-TREE") {
+				if strings.Contains(step, "TEMP B-TREE") && !tt.sorts {
 					t.Errorf("plan sorts: %q", plan)
+				}
+				if strings.Contains(step, "tasks USING") && tt.only != nil &&
+					!slices.ContainsFunc(tt.only, func(ix string) bool { return strings.Contains(step, ix) }) {
+					t.Errorf("plan reads tasks by another index than %q: %q", tt.only, step)
 				}
 			}
 		})

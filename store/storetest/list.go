@@ -372,6 +372,7 @@ func testQueue(t *testing.T, f factory) {
 	held := func(r *task.Record) { r.LeaseOwner, r.LeaseExpiresAt, r.Attempt = "w1", now.Add(time.Second), 1 }
 	lost := func(r *task.Record) { r.LeaseOwner, r.LeaseExpiresAt, r.Attempt = "w1", now, 1 }
 	asks := func(r *task.Record) { r.Status, r.InputRequests = task.InputRequired, raws("a", reqA) }
+	expire := func(r *task.Record) { r.TTL = time.Second }
 	tasks := []struct {
 		id    string
 		at    time.Duration
@@ -385,7 +386,9 @@ func testQueue(t *testing.T, f factory) {
 		{"waiting", 0, []func(*task.Record){asks, held}},
 		{"suspended", 0, []func(*task.Record){asks}},
 		{"done", 0, []func(*task.Record){func(r *task.Record) { r.Status = task.Completed }}},
-		{"expired", 0, []func(*task.Record){func(r *task.Record) { r.TTL = time.Second }}},
+		{"expired", 0, []func(*task.Record){expire}},
+		{"expiredsuspended", 0, []func(*task.Record){asks, expire}},
+		{"expiredwaiting", 0, []func(*task.Record){asks, held, expire}},
 	}
 	for _, tt := range tasks {
 		r := newTask(tt.id)

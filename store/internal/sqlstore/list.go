@@ -51,8 +51,8 @@ type ListSQL struct {
 
 // List returns the SQL of the page of q, selecting columns. The page walks
 // one index newest first, from the cursor: the index of Principal if set,
-// else the claim index for working tasks, else the status index, else the
-// creation index. It examines at most q.ScanLimit of the index's tasks and
+// else the claimable index for working tasks, else the status index, else
+// the creation index. It examines at most q.ScanLimit of the index's tasks and
 // checks the other filters on them (in the index, for the columns the
 // index has); then it reads the matching rows (at most q.Limit+1) by
 // d.RowID.
@@ -70,8 +70,8 @@ func (d Dialect) List(q *store.ListQuery, columns string) ListSQL {
 	case q.Principal != "":
 		scan = append(scan, "principal = "+param(q.Principal))
 	case q.Status == task.Working:
-		// The claim index: its WHERE, then the status among the two.
-		scan = append(scan, "status IN ('working', 'input_required')")
+		// The claimable index: the status implies its WHERE.
+		scan = append(scan, "status = 'working'")
 	case q.Status != "":
 		scan = append(scan, "status = "+param(string(q.Status)), "status <> 'working'")
 	}
@@ -96,7 +96,7 @@ func (d Dialect) List(q *store.ListQuery, columns string) ListSQL {
 		}
 		residual = append(residual, cond)
 	}
-	if q.Principal != "" && q.Status != "" || q.Status == task.Working {
+	if q.Principal != "" && q.Status != "" {
 		check("status = "+param(string(q.Status)), "status")
 	}
 	if q.Tool != "" {
