@@ -31,7 +31,7 @@ const (
 	claimHead = `WITH cand AS (
 		SELECT id AS cand_id, lease_owner AS prev_owner
 		FROM mcptasks_tasks
-		WHERE (status = 'working' OR (status = 'input_required' AND lease_owner <> ''))
+		WHERE ` + claimableWhere + `
 		  AND (lease_expires_at IS NULL OR lease_expires_at <= $1)
 		  AND (expires_at IS NULL OR expires_at > $1)
 		  `

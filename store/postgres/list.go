@@ -65,12 +65,13 @@ func (s *Store) List(ctx context.Context, p store.ListParams) (*store.ListPage, 
 	return page, nil
 }
 
-// countTasksSQL counts the live tasks, by the claim index, and the tasks
+// countTasksSQL counts the live tasks (see countActiveSQL) and the tasks
 // finished since a time, by the finished index, by tool and status. One
 // statement, so one snapshot. The parameters are now and the start of the
 // window.
-const countTasksSQL = `SELECT tool, status, count(*) FROM mcptasks_tasks
-	WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > $1) GROUP BY 1, 2
+const countTasksSQL = `SELECT tool, 'working', count(*) FROM mcptasks_tasks WHERE status = 'working' AND ` + notExpiredWhere + ` GROUP BY 1
+	UNION ALL SELECT tool, 'input_required', count(*) FROM mcptasks_tasks
+	WHERE status = 'input_required' AND status <> 'working' AND ` + notExpiredWhere + ` GROUP BY 1
 	UNION ALL SELECT tool, status, count(*) FROM mcptasks_tasks
 	WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at >= $2 GROUP BY 1, 2`
 
@@ -139,11 +140,14 @@ func (s *Store) Throughput(ctx context.Context, p store.ThroughputParams) ([]sto
 }
 
 // queueSQL counts the live tasks by what they wait for, as
-// store.QueueCounts.Add does, through the claim index.
+// store.QueueCounts.Add does (see countActiveSQL): the working and held
+// ones by their lease, then the suspended ones as those waiting for input
+// less the held ones.
 const queueSQL = `SELECT status, coalesce(lease_owner <> '' AND lease_expires_at > $1, false) AS held,
 	lease_owner = '' AS unowned, count(*), (extract(epoch FROM min(created_at)) * 1000)::bigint
-	FROM mcptasks_tasks WHERE status IN ('working', 'input_required') AND (expires_at IS NULL OR expires_at > $1)
-	GROUP BY 1, 2, 3`
+	FROM mcptasks_tasks WHERE ` + claimableWhere + ` AND ` + notExpiredWhere + `
+	GROUP BY 1, 2, 3
+	UNION ALL SELECT 'input_required', false, true, (` + waitingSQL + `) - (` + heldWaitingSQL + `), 0::bigint`
 
 // Queue implements [store.Lister].
 func (s *Store) Queue(ctx context.Context, now time.Time) (*store.QueueCounts, error) {

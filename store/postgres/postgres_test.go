@@ -587,6 +587,14 @@ func TestQueryPlans(t *testing.T) {
 		{"ClaimTools", claimTools, toolArgs, "mcptasks_tasks_claimable"},
 		{"ClaimNoLimit", claimNoLimit, noLimitArgs, "mcptasks_tasks_claimable"},
 		{"DeleteExpired", deleteExpiredSQL, []any{now, int64(100)}, "mcptasks_tasks_expires_at"},
+		// The live tasks: the working and held ones by the claimable
+		// index, those waiting for input by the status index.
+		{"CountActive", countActiveSQL, []any{now}, "mcptasks_tasks_claimable"},
+		{"CountActiveWaiting", countActiveSQL, []any{now}, "mcptasks_tasks_status"},
+		{"CountTasks", countTasksSQL, []any{now, now}, "mcptasks_tasks_claimable"},
+		{"CountTasksWaiting", countTasksSQL, []any{now, now}, "mcptasks_tasks_status"},
+		{"Queue", queueSQL, []any{now}, "mcptasks_tasks_claimable"},
+		{"QueueWaiting", queueSQL, []any{now}, "mcptasks_tasks_status"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
