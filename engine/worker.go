@@ -156,21 +156,21 @@ const runnerIdle = 5 * time.Second
 // a new goroutine per task did that for every task (6% of the server's CPU
 // under creates), where a runner keeps its grown stack for the next.
 func (e *Engine) runner(j job) {
-	var idle *time.Timer
+	var expire *time.Timer
 	for {
 		e.execute(j.ctx, j.c, j.create)
 		e.handlers.Done()
-		if idle == nil {
-			idle = time.NewTimer(runnerIdle)
+		if expire == nil {
+			expire = time.NewTimer(runnerIdle)
 		} else {
-			idle.Reset(runnerIdle)
+			expire.Reset(runnerIdle)
 		}
 		select {
 		case j = <-e.idle:
-		case <-idle.C:
+		case <-expire.C:
 			return
 		case <-e.draining:
-			idle.Stop()
+			expire.Stop()
 			return
 		}
 	}
