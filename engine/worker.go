@@ -148,7 +148,7 @@ type job struct {
 }
 
 // runnerIdle is how long a runner waits for its next job before it exits.
-const runnerIdle = 5 * time.Second
+const runnerIdle = time.Second
 
 // runner executes j and then waits, up to runnerIdle and until Shutdown,
 // for the next job on the same goroutine. A handler's goroutine grows its
