@@ -14,6 +14,10 @@ import (
 // ctx is cancelled when the task is cancelled, when its lease is lost, or
 // when the engine shuts down. A handler may be run again after a crash (see
 // [RetryPolicy]); input it asked for before is then replayed from the store.
+//
+// Handlers of successive tasks may run on the same goroutine: a handler
+// that locks it to its thread (runtime.LockOSThread) must unlock it before
+// it returns.
 type Handler func(ctx context.Context, run *Run) (json.RawMessage, error)
 
 // Tool is a named handler with its task settings.

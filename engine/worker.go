@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"runtime/pprof"
 	"sync/atomic"
 	"time"
 
@@ -127,8 +128,8 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 }
 
 // begin runs the claimed task c, for which the caller took a worker slot,
-// in a goroutine of its own. create is the task's pending create, if it
-// is not stored yet (see pendingCreate).
+// on a runner: one waiting for its next job, or a new one. create is the
+// task's pending create, if it is not stored yet (see pendingCreate).
 func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time, create *pendingCreate) {
 	e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
 	e.handlers.Add(1)
@@ -155,11 +156,21 @@ const runnerIdle = time.Second
 // stack as it decodes, validates and encodes, copying it at each doubling;
 // a new goroutine per task did that for every task (6% of the server's CPU
 // under creates), where a runner keeps its grown stack for the next.
+//
+// Each job runs with the profiler labels of its context (the engine's,
+// not those of whichever goroutine started the runner), and a handler
+// that ends its goroutine (runtime.Goexit) ends the runner after its job
+// is counted done. As with net/http's handlers, which also share a
+// goroutine, a handler must not leave it locked to its thread.
 func (e *Engine) runner(j job) {
 	var expire *time.Timer
 	for {
-		e.execute(j.ctx, j.c, j.create)
-		e.handlers.Done()
+		func() {
+			defer e.handlers.Done()
+			pprof.SetGoroutineLabels(j.ctx)
+			e.execute(j.ctx, j.c, j.create)
+		}()
+		j = job{} // not kept alive while waiting
 		if expire == nil {
 			expire = time.NewTimer(runnerIdle)
 		} else {
@@ -170,7 +181,6 @@ func (e *Engine) runner(j job) {
 		case <-expire.C:
 			return
 		case <-e.draining:
-			expire.Stop()
 			return
 		}
 	}
@@ -281,6 +291,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	defer cancel(nil)
 	x.tool, x.log, x.cancel, x.input, x.parked = t, log, cancel, make(chan struct{}, 1), e.draining
 	e.track(x)
+	defer e.untrack(x) // also when the handler ends its goroutine (runtime.Goexit)
 	run := &Run{e: e, x: x, rec: c.Record}
 	res, err := callHandler(ctx, t.Handler, run)
 	cause := context.Cause(ctx)

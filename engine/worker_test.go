@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -397,4 +398,57 @@ func TestEngineWithoutToolsClaimsNothing(t *testing.T) {
 		synctest.Wait()
 		wantStatus(t, st, r.ID, task.Completed)
 	})
+}
+
+// TestRunners: a handler runs on the goroutine of the handler before it
+// while that one waits for its next job (runnerIdle), and on a new one
+// after; a handler that ends its goroutine ends its runner, and is counted
+// done, so that Shutdown does not wait for it.
+func TestRunners(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		ran := make(chan string, 3)
+		job := func(context.Context, *Run) (json.RawMessage, error) {
+			ran <- goroutineID()
+			return json.RawMessage(`{}`), nil
+		}
+		exit := func(context.Context, *Run) (json.RawMessage, error) {
+			runtime.Goexit()
+			return nil, nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "job", Handler: job}, {Name: "exit", Handler: exit}}, Options{})
+		run := func() string {
+			t.Helper()
+			id := create(t, e, "job").ID
+			synctest.Wait() // done, and its runner waits for the next job
+			wantStatus(t, st, id, task.Completed)
+			return <-ran
+		}
+		first := run()
+		if second := run(); second != first {
+			t.Errorf("the second handler ran on goroutine %s, want %s: the first's runner was waiting", second, first)
+		}
+		time.Sleep(runnerIdle)
+		synctest.Wait()
+		if third := run(); third == first {
+			t.Errorf("the third handler ran on goroutine %s, the runner that should have exited %v after its job", third, runnerIdle)
+		}
+
+		create(t, e, "exit")
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(bg, time.Minute)
+		defer cancel()
+		start := time.Now()
+		if err := e.Shutdown(ctx); err != nil || time.Since(start) != 0 {
+			t.Errorf("Shutdown after a handler's Goexit = %v after %v, want nil at once", err, time.Since(start))
+		}
+	})
+}
+
+// goroutineID returns the id of the calling goroutine, from its stack
+// trace's first line ("goroutine 7 [running]:").
+func goroutineID() string {
+	b := make([]byte, 64)
+	b = b[:runtime.Stack(b, false)]
+	return strings.Fields(string(b))[1]
 }

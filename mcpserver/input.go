@@ -11,7 +11,6 @@ import (
 	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -178,29 +177,32 @@ func notDeclared(missing needs) error {
 // encodeInputRequest returns r in its wire shape, {"method", "params"},
 // byte for byte as go-sdk's mcp.InputRequestMap encodes it (an elicitation
 // without a mode gets the one go-sdk infers), without the map and the
-// second pass that encoding r through an InputRequestMap costs.
+// second pass that encoding r through an InputRequestMap costs. The params
+// are encoded by encoding/json, as go-sdk does: a handler's schema is any
+// value, and encoding/json refuses one that refers to itself. Like go-sdk,
+// it knows the four kinds of request of go-sdk v1.8.0.
 func encodeInputRequest(r mcp.InputRequest) (json.RawMessage, error) {
-	method := methodOf(r)
-	switch r.(type) {
-	case *mcp.ElicitParams, *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams, *mcp.ListRootsParams:
+	switch p := r.(type) {
+	case *mcp.ElicitParams:
+		if p != nil && p.Mode == "" {
+			inferred := *p
+			inferred.Mode = elicitMode(p)
+			r = &inferred
+		}
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams, *mcp.ListRootsParams:
 	default:
 		return nil, fmt.Errorf("unsupported type: %T", r)
 	}
-	if p, ok := r.(*mcp.ElicitParams); ok && p != nil && p.Mode == "" {
-		inferred := *p
-		inferred.Mode = "form"
-		if p.URL != "" || p.ElicitationID != "" {
-			inferred.Mode = "url"
-		}
-		r = &inferred
-	}
-	b := append(make([]byte, 0, 256), `{"method":"`...)
-	b = append(b, method...)
-	b = append(b, `","params":`...)
-	b, err := segjson.Append(b, r, segjson.EscapeHTML|segjson.SortMapKeys)
+	params, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
+	method := methodOf(r)
+	b := make([]byte, 0, len(`{"method":"","params":}`)+len(method)+len(params))
+	b = append(b, `{"method":"`...)
+	b = append(b, method...)
+	b = append(b, `","params":`...)
+	b = append(b, params...)
 	return append(b, '}'), nil
 }
 

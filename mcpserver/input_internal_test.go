@@ -31,7 +31,6 @@ func TestEncodeInputRequest(t *testing.T) {
 		{"sampling", &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: odd}}}, SystemPrompt: odd}},
 		{"sampling with tools", &mcp.CreateMessageWithToolsParams{MaxTokens: 5, Messages: []*mcp.SamplingMessageV2{{Role: "user", Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}}}},
 		{"roots", &mcp.ListRootsParams{}},
-		{"nil elicitation", (*mcp.ElicitParams)(nil)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,5 +53,11 @@ func TestEncodeInputRequest(t *testing.T) {
 	}
 	if _, err := encodeInputRequest(nil); err == nil {
 		t.Error("encodeInputRequest(nil) succeeded, want an error")
+	}
+	// A schema that refers to itself is an error, not a crash.
+	cycle := map[string]any{}
+	cycle["self"] = cycle
+	if _, err := encodeInputRequest(&mcp.ElicitParams{Message: "m", RequestedSchema: cycle}); err == nil {
+		t.Error("encodeInputRequest of a cyclic schema succeeded, want an error")
 	}
 }

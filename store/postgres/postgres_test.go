@@ -547,9 +547,10 @@ func TestClaim_ManyStores(t *testing.T) {
 	}
 }
 
-// TestQueryPlans checks that Get, Claim, Heartbeat, the row lock and the
-// sweep read by index on a table of a realistic shape: mostly finished
-// tasks, some live, half with a TTL.
+// TestQueryPlans checks that Get, Claim, Heartbeat, the row lock, the
+// sweep, the counts of live tasks and the list of working ones read by
+// index on a table of a realistic shape: mostly finished tasks, some live,
+// half with a TTL.
 func TestQueryPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -573,6 +574,11 @@ func TestQueryPlans(t *testing.T) {
 	claimAll, claimArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10})
 	claimTools, toolArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10, Tools: []string{"tool-0", "tool-1"}})
 	claimNoLimit, noLimitArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute)})
+	working, err := store.ListParams{Status: task.Working, Limit: 10}.Query()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listWorking := dialect.List(working, columns)
 	tests := []struct {
 		name  string
 		query string
@@ -595,6 +601,7 @@ func TestQueryPlans(t *testing.T) {
 		{"CountTasksWaiting", countTasksSQL, []any{now, now}, "mcptasks_tasks_status"},
 		{"Queue", queueSQL, []any{now}, "mcptasks_tasks_claimable"},
 		{"QueueWaiting", queueSQL, []any{now}, "mcptasks_tasks_status"},
+		{"ListWorking", listWorking.Page, listWorking.PageArgs, "mcptasks_tasks_claimable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

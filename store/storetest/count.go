@@ -38,13 +38,25 @@ func testCount(t *testing.T, f factory) {
 	expired := newTask("expired")
 	expired.TTL = time.Second
 	create(t, s, expired, newTask("queued"))
+	// Tasks waiting for input, stored as they are: one whose worker's
+	// lease ran out at 2 s, and two whose TTL is over by 3 s.
+	waiting := func(id string, owner string, lease time.Time, ttl time.Duration) *task.Record {
+		r := newTask(id)
+		r.Status, r.InputRequests, r.TTL = task.InputRequired, raws("a", reqA), ttl
+		r.LeaseOwner, r.LeaseExpiresAt, r.Attempt = owner, lease, 1
+		return r
+	}
+	create(t, s, waiting("lostwaiting", "w2", at(2*time.Second), 0),
+		waiting("expiredwaiting", "w2", at(time.Minute), time.Second),
+		waiting("expiredsuspended", "", time.Time{}, time.Second))
 	// At 3 s: expired's TTL is over; asks and held hold leases; suspended
-	// waits for its answer, not for a worker.
+	// waits for its answer, not for a worker; lostwaiting waits for a
+	// worker to take it again.
 	got, err := c.CountActive(context.Background(), at(3*time.Second))
 	if err != nil {
 		t.Fatalf("CountActive: %v", err)
 	}
-	want := store.ActiveCounts{Working: 2, InputRequired: 2, Queued: 1}
+	want := store.ActiveCounts{Working: 2, InputRequired: 3, Queued: 2}
 	if got != want {
 		t.Errorf("CountActive = %+v, want %+v", got, want)
 	}
