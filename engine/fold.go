@@ -43,8 +43,12 @@ func (p *pendingCreate) pending() bool {
 // fold inserts the pending record, with apply (if not nil) applied to it
 // first, unless it was inserted already; then it reports false and the
 // caller makes its write in the store. An error of apply (a rule the
-// write breaks) leaves the record pending and unchanged.
+// write breaks) leaves the record pending and unchanged. Once the record
+// is inserted, fold returns at once, without the lock.
 func (p *pendingCreate) fold(ctx context.Context, st store.Store, apply func(*task.Record) error) (folded bool, err error) {
+	if !p.pending() {
+		return false, nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.rec == nil {
@@ -78,37 +82,29 @@ type foldingStore struct {
 }
 
 func (s foldingStore) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
-	if s.p.pending() {
-		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { _, err := store.ApplyStatusMessage(r, p); return err }); folded {
-			return err
-		}
+	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { _, err := store.ApplyStatusMessage(r, p); return err }); folded {
+		return err
 	}
 	return s.Store.SetStatusMessage(ctx, p)
 }
 
 func (s foldingStore) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	if s.p.pending() {
-		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(r, p); return err }); folded {
-			return answers, err
-		}
+	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(r, p); return err }); folded {
+		return answers, err
 	}
 	return s.Store.RequestInput(ctx, p)
 }
 
 func (s foldingStore) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
-	if s.p.pending() {
-		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { stored, _, err = store.ApplyStep(r, p); return err }); folded {
-			return stored, err
-		}
+	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { stored, _, err = store.ApplyStep(r, p); return err }); folded {
+		return stored, err
 	}
 	return s.Store.SaveStep(ctx, p)
 }
 
 func (s foldingStore) Finish(ctx context.Context, p store.FinishParams) error {
-	if s.p.pending() {
-		if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { return store.ApplyFinish(r, p) }); folded {
-			return err
-		}
+	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { return store.ApplyFinish(r, p) }); folded {
+		return err
 	}
 	return s.Store.Finish(ctx, p)
 }

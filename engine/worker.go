@@ -290,12 +290,14 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	x.tool, x.log, x.cancel, x.input, x.parked = t, log, cancel, make(chan struct{}, 1), e.draining
-	e.track(x)
-	defer e.untrack(x) // also when the handler ends its goroutine (runtime.Goexit)
-	run := &Run{e: e, x: x, rec: c.Record}
-	res, err := callHandler(ctx, t.Handler, run)
-	cause := context.Cause(ctx)
-	e.untrack(x)
+	var cause error
+	res, err := func() (json.RawMessage, error) {
+		e.track(x)
+		defer e.untrack(x) // also when the handler ends its goroutine (runtime.Goexit)
+		res, err := callHandler(ctx, t.Handler, &Run{e: e, x: x, rec: c.Record})
+		cause = context.Cause(ctx)
+		return res, err
+	}()
 	cancel(nil)
 
 	switch {
