@@ -1,6 +1,8 @@
 package mcpserver_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"regexp"
 	"testing"
@@ -36,5 +38,56 @@ func TestFastPath_CheckedAgainstSDK(t *testing.T) {
 	if got := string(m[1]); got != fastPathCheckedSDK {
 		t.Fatalf("go.mod requires go-sdk %s, but the fast path was checked against %s: run TestWire and FuzzFastPath "+
 			"(see TestFastPath_CheckedAgainstSDK), fix what differs, then set fastPathCheckedSDK to %s", got, fastPathCheckedSDK, got)
+	}
+}
+
+// TestReplyID checks the id of the reply on both routes, the fast path and
+// go-sdk's: the id as go-sdk decodes and encodes it again, or an invalid
+// request for an id that is neither a string nor an integer go-sdk holds
+// exactly.
+func TestReplyID(t *testing.T) {
+	t.Parallel()
+	routes := map[string]http.Handler{"fast path": fuzzHandler(t, false), "go-sdk": fuzzHandler(t, true)}
+	for _, c := range []struct {
+		id, want string // want "" for an invalid request
+	}{
+		{`7`, `7`},
+		{`-0`, `0`},
+		{`9007199254740992`, `9007199254740992`},
+		{`-9007199254740992`, `-9007199254740992`},
+		{`9007199254740993`, ``},
+		{`1.5`, ``},
+		{`1e2`, ``},
+		{`"a<b>&c"`, `"a<b>&c"`},
+		{`"\u0041"`, `"A"`},
+		{`"\/"`, `"/"`},
+		{"\"\xff\"", "\"\uFFFD\""},
+		{`"\ud800"`, "\"\uFFFD\""},
+		{`"é"`, `"é"`},
+		{`"\u00e9"`, `"é"`},
+		{`"\u2028\n"`, `"\u2028\n"`},
+		{`"\u0001"`, `"\u0001"`},
+		{`[1]`, ``},
+	} {
+		body := `{"jsonrpc":"2.0","id":` + c.id + `,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"taskId":"x"}}`
+		for route, h := range routes {
+			rec := postRequest(h, "tasks/get", "x", body)
+			var reply struct {
+				ID    json.RawMessage
+				Error struct{ Code int64 }
+			}
+			if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+				t.Fatalf("%s, id %s: %v in %q", route, c.id, err, rec.Body)
+			}
+			if c.want == "" {
+				if rec.Code != http.StatusBadRequest || reply.Error.Code != -32600 {
+					t.Errorf("%s, id %s: HTTP %d, error %d; want an invalid request (400, -32600)", route, c.id, rec.Code, reply.Error.Code)
+				}
+				continue
+			}
+			if string(reply.ID) != c.want {
+				t.Errorf("%s, id %s: reply id %s, want %s", route, c.id, reply.ID, c.want)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -35,17 +36,9 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add(s.method, s.name, s.body)
 	}
-	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: -1}})
-	if err := tasktools.Register(srv, nil); err != nil {
-		f.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	h := srv.Handler()
+	h := fuzzHandler(f, false)
 	f.Fuzz(func(t *testing.T, method, name, body string) {
-		rec := postRequest(h, method, name, body)
+		rec := fuzzPost(h, method, name, body)
 		if rec.Code >= 500 {
 			t.Fatalf("HTTP %d for %q: %s", rec.Code, body, rec.Body)
 		}
@@ -99,19 +92,7 @@ func FuzzFastPath(f *testing.F) {
 	} {
 		f.Add(s.method, s.name, s.body)
 	}
-	handler := func(noFastPath bool) http.Handler {
-		srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath,
-			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
-		if err := tasktools.Register(srv, nil); err != nil {
-			f.Fatal(err)
-		}
-		if err := srv.Start(context.Background()); err != nil {
-			f.Fatal(err)
-		}
-		f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-		return srv.Handler()
-	}
-	fast, sdk := handler(false), handler(true)
+	fast, sdk := fuzzHandler(f, false), fuzzHandler(f, true)
 	type answer struct {
 		Status int
 		ID     json.RawMessage
@@ -119,7 +100,7 @@ func FuzzFastPath(f *testing.F) {
 		Result json.RawMessage
 	}
 	ask := func(h http.Handler, method, name, body string) answer {
-		rec := postRequest(h, method, name, body)
+		rec := fuzzPost(h, method, name, body)
 		out := rec.Body.String()
 		if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
 			out = out[i+len("data: "):]
@@ -148,6 +129,36 @@ func FuzzFastPath(f *testing.F) {
 				method, name, body, a.Status, a.ID, deref(a.Code), a.Result, b.Status, b.ID, deref(b.Code), b.Result)
 		}
 	})
+}
+
+// fuzzHandler returns the handler of a started server with the test tools
+// on an empty memory store, running no handlers of tasks. Its tools run
+// fast: a mutated request may call slow_compute or export_report inline
+// (without the Tasks extension), within the request.
+func fuzzHandler(f testing.TB, noFastPath bool) http.Handler {
+	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath,
+		Store: memory.New(), Engine: &engine.Options{Workers: -1}})
+	if err := tasktools.Register(srv, &tasktools.Options{Step: time.Millisecond, Second: time.Microsecond}); err != nil {
+		f.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Handler()
+}
+
+// fuzzPost is postRequest with a bound on the request: an inline call
+// whose seconds were mutated into millions still ends within the fuzzer's
+// limit of 10 s per input (FuzzFastPath sends each input twice).
+func fuzzPost(h http.Handler, method, name, body string) *httptest.ResponseRecorder {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req := httptest.NewRequestWithContext(ctx, "POST", "/mcp", strings.NewReader(body))
+	mcptest.SetHeaders(req.Header, method, name)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
 }
 
 // withoutNewTask returns a CreateTaskResult without the values that differ

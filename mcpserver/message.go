@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	segjson "github.com/segmentio/encoding/json"
 )
@@ -96,11 +97,17 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 		return codeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`
 	}
 	m.ID = env.ID
-	switch {
-	case string(m.ID) == "null":
+	if string(m.ID) == "null" {
 		return codeInvalidRequest, "Invalid request: id must not be null"
-	case m.ID != nil && !validID(m.ID):
-		return codeInvalidRequest, "Invalid request: id must be a string or an integer"
+	}
+	if m.ID != nil {
+		id, ok := replyID(m.ID)
+		if !ok {
+			return codeInvalidRequest, "Invalid request: id must be a string or an integer of at most 2^53 in magnitude"
+		}
+		m.ID = id
+	}
+	switch {
 	case env.Method == nil:
 		return codeInvalidRequest, "Invalid request: method is required" // a response or junk: clients send requests
 	case decodeJSON(env.Method, &m.Method) != nil:
@@ -109,17 +116,52 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	return 0, ""
 }
 
-// validID reports whether id is a JSON string or integer.
-func validID(id json.RawMessage) bool {
-	if len(id) == 0 {
-		return false
-	}
-	if id[0] == '"' {
+// maxID bounds an integer id: go-sdk reads ids as float64, exact up to
+// 2^53, and a larger one would come back changed in its reply.
+const maxID = 1 << 53
+
+// replyID returns id as a reply carries it, the same on the fast path as
+// in go-sdk's replies, which decode the id and encode it again: a string
+// with its escapes resolved and invalid UTF-8 replaced, an integer in its
+// shortest form. ok is false if id is neither a string nor an integer
+// within ±2^53.
+func replyID(id json.RawMessage) (_ json.RawMessage, ok bool) {
+	if len(id) > 0 && id[0] == '"' {
 		var s string
-		return decodeJSON(id, &s) == nil
+		if decodeJSON(id, &s) != nil {
+			return nil, false
+		}
+		if plainString(id) {
+			return id, true
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false) // as go-sdk's encoder
+		if enc.Encode(s) != nil {
+			return nil, false
+		}
+		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true
 	}
 	var n int64
-	return decodeJSON(id, &n) == nil
+	if decodeJSON(id, &n) != nil || n > maxID || n < -maxID {
+		return nil, false
+	}
+	var b [20]byte
+	if short := strconv.AppendInt(b[:0], n, 10); string(short) != string(id) {
+		return append(json.RawMessage(nil), short...), true // -0
+	}
+	return id, true
+}
+
+// plainString reports whether the JSON string s is printable ASCII without
+// escapes: the encoding of its value then is s itself.
+func plainString(s json.RawMessage) bool {
+	for _, c := range s[1 : len(s)-1] {
+		if c < 0x20 || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // isJSONObject reports whether b holds a JSON object (it does not check

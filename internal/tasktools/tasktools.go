@@ -23,16 +23,25 @@ type Options struct {
 	// spends 1.5 Steps querying and 1.5 writing, failing_job one Step.
 	// Zero means one second.
 	Step time.Duration
+	// Second is the length of one of slow_compute's seconds. Zero means
+	// one second.
+	Second time.Duration
 }
 
 // Register adds every tool of the package to s.
 func Register(s *mcpserver.Server, opts *Options) error {
-	step := time.Second
+	step, second := time.Second, time.Second
 	if opts != nil && opts.Step > 0 {
 		step = opts.Step
 	}
+	if opts != nil && opts.Second > 0 {
+		second = opts.Second
+	}
+	if err := addSlowCompute(s, second); err != nil {
+		return err
+	}
 	for _, add := range []func(*mcpserver.Server, time.Duration) error{
-		addGreet, addSlowCompute, addFailingJob, addProtocolErrorJob,
+		addGreet, addFailingJob, addProtocolErrorJob,
 		addConfirmDelete, addMultiInput, addToolWithTask, addExportReport,
 		addArchiveLogs, addLinkAccount,
 	} {
@@ -89,7 +98,7 @@ type slowIn struct {
 	Label   string  `json:"label,omitempty" jsonschema:"a label echoed in the result"`
 }
 
-func addSlowCompute(s *mcpserver.Server, _ time.Duration) error {
+func addSlowCompute(s *mcpserver.Server, second time.Duration) error {
 	return mcpserver.AddTool(s, &mcp.Tool{Name: "slow_compute", Description: "Work for the given number of seconds; a task for clients that take one, unless seconds is 0."},
 		mcpserver.ToolOptions{
 			Decide: func(_ context.Context, args json.RawMessage) mcpserver.TaskMode {
@@ -102,7 +111,7 @@ func addSlowCompute(s *mcpserver.Server, _ time.Duration) error {
 			Retry: mcpserver.RetryPolicy{Rerun: true},
 		},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in slowIn) (*mcp.CallToolResult, any, error) {
-			d := time.Duration(in.Seconds * float64(time.Second))
+			d := time.Duration(in.Seconds * float64(second))
 			_ = mcpserver.SetStatus(ctx, fmt.Sprintf("Computing %q for %s", in.Label, d))
 			if err := sleep(ctx, d); err != nil {
 				return nil, nil, err
