@@ -121,10 +121,7 @@ func TestLegacyAnswerElsewhere(t *testing.T) {
 	ctx := testContext(t)
 	elicit := client.Options{Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}}
 	tk := callTask(t, newClient(s, legacyOptions(elicit)), "multi_input", nil)
-	st := waitStatus(t, tk, task.InputRequired)
-	if len(st.InputRequests) != 2 {
-		t.Fatalf("input requests: %v", st.InputRequests)
-	}
+	st := waitQuestions(t, tk, 2)
 	other := newClient(s, legacyOptions(client.Options{})).Task(tk.ID)
 	answers := map[string]any{}
 	for key, r := range st.InputRequests {
@@ -139,6 +136,23 @@ func TestLegacyAnswerElsewhere(t *testing.T) {
 	res, err := tk.Wait(ctx)
 	if err != nil || text(res) != "first=first second=econd" {
 		t.Errorf("result: %q, %v", text(res), err)
+	}
+}
+
+// waitQuestions polls the 2025-11-25 task tk until it needs input and its
+// status carries n questions. A 2025-11-25 server sends them over
+// tasks/result, and one read may end before they came (see
+// TaskStatus.InputRequests).
+func waitQuestions(t *testing.T, tk *client.Task, n int) *client.TaskStatus {
+	t.Helper()
+	for {
+		st := waitStatus(t, tk, task.InputRequired)
+		if len(st.InputRequests) == n {
+			return st
+		}
+		if len(st.InputRequests) > n {
+			t.Fatalf("input requests: %v, want %d", st.InputRequests, n)
+		}
 	}
 }
 
