@@ -32,6 +32,27 @@ var nameForm = map[string]any{
 	"required":   []string{"name"},
 }
 
+type defaultsIn struct {
+	Name     string `json:"name"`
+	Greeting string `json:"greeting"`
+	Style    struct {
+		Case string `json:"case"`
+	} `json:"style"`
+}
+
+// defaultsSchema has defaults for a property and for one of a property's
+// properties.
+var defaultsSchema = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"name":     map[string]any{"type": "string"},
+		"greeting": map[string]any{"type": "string", "default": "Hello"},
+		"style": map[string]any{"type": "object", "properties": map[string]any{
+			"case": map[string]any{"type": "string", "default": "lower"},
+		}},
+	},
+}
+
 // apiTools are tools written as a go-sdk author writes them: zero
 // ToolOptions (TaskOptional), typed output, and questions asked with
 // Elicit whether the call runs inline or as a task.
@@ -67,6 +88,12 @@ func apiTools(cancelled chan<- error) func(*mcpserver.Server) error {
 				c := mcpserver.CallFrom(ctx)
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%v %v (task: %v, version: %v)",
 					first.Content["name"], last.Content["name"], c.InTask(), req.Params.Meta[mcp.MetaKeyProtocolVersion])}}}, nil, nil
+			}); err != nil {
+			return err
+		}
+		if err := mcpserver.AddTool(s, &mcp.Tool{Name: "greet_defaults", InputSchema: defaultsSchema}, mcpserver.ToolOptions{},
+			func(_ context.Context, _ *mcp.CallToolRequest, in defaultsIn) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Greeting + " " + in.Name + " (" + in.Style.Case + ")"}}}, nil, nil
 			}); err != nil {
 			return err
 		}
@@ -151,6 +178,30 @@ func TestAddTool_ZeroOptions(t *testing.T) {
 	v = taskView{}
 	if err := json.Unmarshal(c.call(t, "$META_NOTASKS", "render", `{"name":"intro"}`, "").Result, &v); err != nil || v.ResultType != "complete" {
 		t.Errorf("render without the extension: resultType %q (%v), want complete", v.ResultType, err)
+	}
+}
+
+// TestAddTool_Defaults: the handler's input has the schema's defaults
+// for the properties the arguments leave out, at any depth, inline and in
+// a task alike; given values are kept.
+func TestAddTool_Defaults(t *testing.T) {
+	c := startServer(t, serverConfig{register: apiTools(nil)})
+	for _, tc := range []struct{ args, want string }{
+		{`{"name":"Ann","style":{}}`, "Hello Ann (lower)"},
+		{`{"name":"Ann","greeting":"Hi","style":{"case":"upper"}}`, "Hi Ann (upper)"},
+		{`{"name":"Ann"}`, "Hello Ann (lower)"},
+	} {
+		inline := c.call(t, "$META_NOTASKS", "greet_defaults", tc.args, "")
+		if !strings.Contains(string(inline.Result), `"text":"`+tc.want+`"`) {
+			t.Errorf("inline greet_defaults %s = %s, want %q", tc.args, inline.raw, tc.want)
+		}
+		var v taskView
+		if err := json.Unmarshal(c.call(t, "$META", "greet_defaults", tc.args, "").Result, &v); err != nil || v.TaskID == "" {
+			t.Fatalf("greet_defaults with the extension made no task: %v", err)
+		}
+		if done := c.waitStatus(t, "", v.TaskID, "completed", nil); !strings.Contains(string(done), `"text":"`+tc.want+`"`) {
+			t.Errorf("task greet_defaults %s = %s, want %q", tc.args, done, tc.want)
+		}
 	}
 }
 

@@ -253,9 +253,16 @@ func typedHandler[In, Out any](t *mcp.Tool, in *jsonschema.Resolved, h mcp.ToolH
 			return nil, fmt.Errorf("output schema: %w", err)
 		}
 	}
+	defaults := hasDefaults(in.Schema())
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var input In
-		args, err := withDefaults(in, req.Params.Arguments)
+		var (
+			input In
+			args  = req.Params.Arguments
+			err   error
+		)
+		if defaults {
+			args, err = withDefaults(in, args)
+		}
 		if err == nil && len(args) > 0 {
 			err = json.Unmarshal(args, &input)
 		}
@@ -322,6 +329,21 @@ func withDefaults(schema *jsonschema.Resolved, args json.RawMessage) (json.RawMe
 		return nil, err
 	}
 	return json.Marshal(v)
+}
+
+// hasDefaults reports whether withDefaults can change arguments of schema:
+// whether a property has a default, at any depth of properties, which is
+// where ApplyDefaults looks.
+func hasDefaults(schema *jsonschema.Schema) bool {
+	if schema == nil {
+		return false
+	}
+	for _, p := range schema.Properties {
+		if p.Default != nil || hasDefaults(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasParamHeaders reports whether an input schema has properties annotated
