@@ -137,19 +137,6 @@ func (w *startedWriter) Write(b []byte) (int, error) {
 // Unwrap gives http.ResponseController the underlying writer.
 func (w *startedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// writeSSE writes one JSON-RPC message as an SSE event, as go-sdk frames
-// it, and flushes.
-func writeSSE(w http.ResponseWriter, msg []byte) error {
-	buf := make([]byte, 0, len(msg)+32)
-	buf = append(buf, "event: message\ndata: "...)
-	buf = append(buf, msg...)
-	buf = append(buf, "\n\n"...)
-	if _, err := w.Write(buf); err != nil {
-		return err
-	}
-	return http.NewResponseController(w).Flush()
-}
-
 // subscriptionMeta is the _meta of every message of a subscription.
 type subscriptionMeta struct {
 	SubscriptionID json.RawMessage `json:"io.modelcontextprotocol/subscriptionId"`
@@ -220,11 +207,7 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 			}
 		}
 	}
-	h := sw.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache, no-transform")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
+	setSSEHeaders(sw.Header())
 	var ack ackMessage
 	ack.JSONRPC, ack.Method = "2.0", notifyAcknowledged
 	ack.Params.Meta = meta

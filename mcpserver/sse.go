@@ -6,20 +6,17 @@ import (
 )
 
 // sseStream writes JSON-RPC messages as the events of a text/event-stream
-// reply, flushing each.
+// reply, flushing each: the stream of a 2025-11-25 tasks/result.
 type sseStream struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w http.ResponseWriter
 }
 
 // startSSE sends the headers of an SSE reply on w.
 func startSSE(w http.ResponseWriter) *sseStream {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
+	setSSEHeaders(w.Header())
 	w.WriteHeader(http.StatusOK)
-	st := &sseStream{w: w, rc: http.NewResponseController(w)}
-	_ = st.rc.Flush()
-	return st
+	_ = http.NewResponseController(w).Flush()
+	return &sseStream{w: w}
 }
 
 // send writes a message whose member key is v: a response (id and
@@ -49,16 +46,33 @@ func (st *sseStream) request(id, method string, params json.RawMessage) {
 
 func (st *sseStream) event(m map[string]json.RawMessage) {
 	b, _ := json.Marshal(m) // a map of raw JSON always encodes
-	buf := make([]byte, 0, len(b)+24)
+	_ = writeSSE(st.w, b)
+}
+
+// setSSEHeaders sets the headers of an SSE reply, with those that keep
+// proxies from caching, transforming or buffering it.
+func setSSEHeaders(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Connection", "keep-alive")
+	h.Set("X-Accel-Buffering", "no")
+}
+
+// writeSSE writes one JSON-RPC message as an SSE event, as go-sdk frames
+// it, and flushes.
+func writeSSE(w http.ResponseWriter, msg []byte) error {
+	buf := make([]byte, 0, len(msg)+32)
 	buf = append(buf, "event: message\ndata: "...)
-	buf = append(buf, b...)
+	buf = append(buf, msg...)
 	buf = append(buf, "\n\n"...)
-	_, _ = st.w.Write(buf)
-	_ = st.rc.Flush()
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	return http.NewResponseController(w).Flush()
 }
 
 // comment writes an SSE comment, which keeps the connection alive.
 func (st *sseStream) comment(text string) {
 	_, _ = st.w.Write([]byte(": " + text + "\n\n"))
-	_ = st.rc.Flush()
+	_ = http.NewResponseController(st.w).Flush()
 }
