@@ -62,11 +62,6 @@ func (o observed) Claim(ctx context.Context, p store.ClaimParams) (_ []store.Cla
 	return o.st.Claim(ctx, p)
 }
 
-func (o observed) Heartbeat(ctx context.Context, p store.HeartbeatParams) (_ bool, err error) {
-	defer func(t time.Time) { o.done("heartbeat", t, err) }(time.Now())
-	return o.st.Heartbeat(ctx, p)
-}
-
 func (o observed) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) (_ []store.LeaseState, err error) {
 	defer func(t time.Time) { o.done("heartbeat", t, err) }(time.Now())
 	return o.st.HeartbeatMany(ctx, p)

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -65,21 +64,6 @@ func CheckFence(r *task.Record, p FenceParams) error {
 		return ErrLeaseLost
 	}
 	return nil
-}
-
-// HeartbeatOne is [Store.Heartbeat] by way of s's HeartbeatMany, for the
-// stores whose batched heartbeat is their only one.
-func HeartbeatOne(ctx context.Context, s Store, p HeartbeatParams) (cancelRequested bool, err error) {
-	sts, err := s.HeartbeatMany(ctx, HeartbeatManyParams{
-		Leases: []Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: p.LeaseExpiresAt,
-	})
-	if err != nil {
-		return false, err
-	}
-	if sts[0].Lost {
-		return false, ErrLeaseLost
-	}
-	return sts[0].CancelRequested, nil
 }
 
 // CancelledByRequest is the status message of a task that a release

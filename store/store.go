@@ -71,13 +71,11 @@ type Store interface {
 	// increments Losses.
 	// Oldest tasks are claimed first.
 	Claim(ctx context.Context, p ClaimParams) ([]Claimed, error)
-	// Heartbeat extends the lease held at p.Attempt to p.LeaseExpiresAt and
-	// reports whether a cancel was requested. ErrLeaseLost if not held.
-	Heartbeat(ctx context.Context, p HeartbeatParams) (cancelRequested bool, err error)
-	// HeartbeatMany is Heartbeat for many leases in one round trip: it
-	// extends each lease of p.Leases that is still held (by the fencing
-	// rules of Heartbeat) to p.LeaseExpiresAt and returns one LeaseState
-	// per lease, in order. A lease that is not held is reported Lost and
+	// HeartbeatMany extends the leases of p.Leases in one round trip: each
+	// one still held (see [CheckFence]: the task live and held at the
+	// lease's Attempt at p.Now) to p.LeaseExpiresAt. It returns one
+	// LeaseState per lease, in order, which tells whether a cancel was
+	// requested. A lease that is not held is reported Lost and
 	// changes nothing. An error is the whole call's (the store was
 	// unreachable): the caller cannot know which leases were extended.
 	HeartbeatMany(ctx context.Context, p HeartbeatManyParams) ([]LeaseState, error)
@@ -149,12 +147,6 @@ type FenceParams struct {
 	ID      string
 	Attempt int
 	Now     time.Time
-}
-
-// HeartbeatParams are the parameters of [Store.Heartbeat].
-type HeartbeatParams struct {
-	FenceParams
-	LeaseExpiresAt time.Time
 }
 
 // HeartbeatManyParams are the parameters of [Store.HeartbeatMany].

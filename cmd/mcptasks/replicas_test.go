@@ -291,8 +291,10 @@ func TestReplicasStopFencing(t *testing.T) {
 		if err := st.Finish(context.Background(), store.FinishParams{FenceParams: late, Status: task.Completed, Result: []byte(`{"content":[]}`)}); !errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("task %s: a late Finish at attempt 1: %v, want store.ErrLeaseLost", id, err)
 		}
-		if _, err := st.Heartbeat(context.Background(), store.HeartbeatParams{FenceParams: late, LeaseExpiresAt: now.Add(time.Second)}); !errors.Is(err, store.ErrLeaseLost) {
-			t.Errorf("task %s: a late Heartbeat at attempt 1: %v, want store.ErrLeaseLost", id, err)
+		sts, err := st.HeartbeatMany(context.Background(), store.HeartbeatManyParams{
+			Leases: []store.Lease{{ID: id, Attempt: 1}}, Now: now, LeaseExpiresAt: now.Add(time.Second)})
+		if err != nil || !sts[0].Lost {
+			t.Errorf("task %s: a late heartbeat at attempt 1: %v, %v, want the lease lost", id, sts, err)
 		}
 		if err := st.SetStatusMessage(context.Background(), store.StatusMessageParams{FenceParams: late, StatusMessage: "late"}); !errors.Is(err, store.ErrLeaseLost) {
 			t.Errorf("task %s: a late SetStatusMessage at attempt 1: %v, want store.ErrLeaseLost", id, err)

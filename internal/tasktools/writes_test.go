@@ -63,11 +63,6 @@ func (w *writeLog) Claim(ctx context.Context, p store.ClaimParams) ([]store.Clai
 	return cs, err
 }
 
-func (w *writeLog) Heartbeat(ctx context.Context, p store.HeartbeatParams) (c bool, err error) {
-	err = w.watch(ctx, "heartbeat", p.ID, func() (err error) { c, err = w.Store.Heartbeat(ctx, p); return err })
-	return c, err
-}
-
 func (w *writeLog) Release(ctx context.Context, p store.FenceParams) error {
 	return w.watch(ctx, "release", p.ID, func() error { return w.Store.Release(ctx, p) })
 }

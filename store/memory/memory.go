@@ -141,11 +141,6 @@ func (s *Store) fenced(id string, ev store.EventKind, fn func(r *task.Record) er
 	return err
 }
 
-// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	return store.HeartbeatOne(ctx, s, p)
-}
-
 // HeartbeatMany implements [store.Store].
 func (s *Store) HeartbeatMany(_ context.Context, p store.HeartbeatManyParams) ([]store.LeaseState, error) {
 	s.mu.Lock()

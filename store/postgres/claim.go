@@ -153,8 +153,3 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 	}
 	return out, nil
 }
-
-// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	return store.HeartbeatOne(ctx, s, p)
-}

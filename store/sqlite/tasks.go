@@ -90,11 +90,6 @@ func (s *Store) fenced(ctx context.Context, op, id string, ev store.EventKind, f
 	return err
 }
 
-// Heartbeat implements [store.Store]: HeartbeatMany of one lease.
-func (s *Store) Heartbeat(ctx context.Context, p store.HeartbeatParams) (cancelRequested bool, err error) {
-	return store.HeartbeatOne(ctx, s, p)
-}
-
 // HeartbeatMany implements [store.Store]: one write transaction (one
 // commit, shared with other writes by the group commit) for every lease,
 // with one narrow update per lease that writes only its expiry.

@@ -159,7 +159,7 @@ func testCancel(t *testing.T, f factory) {
 		if _, err := s.RequestCancel(ctx, store.CancelParams{ID: "t1", Principal: alice, Now: at(time.Second), AtOnce: true}); err != nil {
 			t.Fatalf("RequestCancel: %v", err)
 		}
-		_, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+		_, err := heartbeat(ctx, s, fence(c, at(2*time.Second)), at(time.Minute))
 		wantErr(t, "Heartbeat", err, store.ErrLeaseLost)
 		err = s.Finish(ctx, store.FinishParams{FenceParams: fence(c, at(3*time.Second)), Status: task.Completed, Result: json.RawMessage(`{}`)})
 		wantErr(t, "Finish", err, store.ErrLeaseLost)
@@ -177,7 +177,7 @@ func testCancel(t *testing.T, f factory) {
 		if _, err := s.RequestCancel(ctx, store.CancelParams{ID: "t1", Principal: alice, Now: at(time.Second)}); err != nil {
 			t.Fatalf("RequestCancel: %v", err)
 		}
-		cancel, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+		cancel, err := heartbeat(ctx, s, fence(c, at(2*time.Second)), at(time.Minute))
 		if err != nil || !cancel {
 			t.Fatalf("Heartbeat = %v, %v; want true, nil", cancel, err)
 		}

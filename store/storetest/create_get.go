@@ -225,7 +225,7 @@ func testTraceParentKept(t *testing.T, f factory) {
 		{"Claim", func(t *testing.T, s store.Store, id string) { claim(t, s, "w1", at(time.Second)) }},
 		{"Heartbeat", func(t *testing.T, s store.Store, id string) {
 			c := claim(t, s, "w1", at(time.Second))
-			if _, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(lease)}); err != nil {
+			if _, err := heartbeat(ctx, s, fence(c, at(2*time.Second)), at(lease)); err != nil {
 				t.Fatalf("Heartbeat: %v", err)
 			}
 		}},

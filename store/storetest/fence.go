@@ -16,7 +16,7 @@ var fencedOps = []struct {
 	call func(s store.Store, p store.FenceParams) error
 }{
 	{"Heartbeat", func(s store.Store, p store.FenceParams) error {
-		_, err := s.Heartbeat(context.Background(), store.HeartbeatParams{FenceParams: p, LeaseExpiresAt: p.Now.Add(lease)})
+		_, err := heartbeat(context.Background(), s, p, p.Now.Add(lease))
 		return err
 	}},
 	{"Release", func(s store.Store, p store.FenceParams) error {

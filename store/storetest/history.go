@@ -45,7 +45,7 @@ func testHistoryLifecycle(t *testing.T, f factory) {
 	if err := s.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: fence(c1, at(3*time.Second)), StatusMessage: "Querying"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c1, at(3*time.Second)), LeaseExpiresAt: at(time.Minute)}); err != nil {
+	if _, err := heartbeat(ctx, s, fence(c1, at(3*time.Second)), at(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	_, err := s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c1, at(4*time.Second)), Requests: raws("b", reqB, "a", reqA), StatusMessage: "Overwrite?"})

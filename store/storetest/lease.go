@@ -16,7 +16,7 @@ func testLease(t *testing.T, f factory) {
 		create(t, s, newTask("t1"))
 		c := claim(t, s, "w1", at(0))
 
-		cancel, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(20*time.Second)), LeaseExpiresAt: at(50 * time.Second)})
+		cancel, err := heartbeat(ctx, s, fence(c, at(20*time.Second)), at(50*time.Second))
 		if err != nil || cancel {
 			t.Fatalf("Heartbeat = %v, %v; want false, nil", cancel, err)
 		}
@@ -41,7 +41,7 @@ func testLease(t *testing.T, f factory) {
 			t.Fatalf("RequestCancel: %v", err)
 		}
 		for range 2 { // the flag stays set
-			cancel, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+			cancel, err := heartbeat(ctx, s, fence(c, at(2*time.Second)), at(time.Minute))
 			if err != nil || !cancel {
 				t.Fatalf("Heartbeat = %v, %v; want true, nil", cancel, err)
 			}
@@ -55,7 +55,7 @@ func testLease(t *testing.T, f factory) {
 		s := f.open(t)
 		create(t, s, newTask("t1"))
 		c := claim(t, s, "w1", at(0))
-		_, err := s.Heartbeat(context.Background(), store.HeartbeatParams{FenceParams: fence(c, at(lease+time.Second)), LeaseExpiresAt: at(2 * lease)})
+		_, err := heartbeat(context.Background(), s, fence(c, at(lease+time.Second)), at(2*lease))
 		if err != nil {
 			t.Fatalf("Heartbeat after an unclaimed expiry: %v", err)
 		}

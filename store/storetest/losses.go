@@ -69,7 +69,7 @@ func testLossesKept(t *testing.T, f factory) {
 		write func(t *testing.T, s store.Store, c store.Claimed)
 	}{
 		{"Heartbeat", func(t *testing.T, s store.Store, c store.Claimed) {
-			if _, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(lease+time.Second)), LeaseExpiresAt: at(3 * lease)}); err != nil {
+			if _, err := heartbeat(ctx, s, fence(c, at(lease+time.Second)), at(3*lease)); err != nil {
 				t.Fatalf("Heartbeat: %v", err)
 			}
 		}},

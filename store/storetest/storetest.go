@@ -210,6 +210,22 @@ func fence(c store.Claimed, now time.Time) store.FenceParams {
 	return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: now}
 }
 
+// heartbeat extends the lease p fences to expires with a HeartbeatMany of
+// that one lease, and reports whether a cancel was requested;
+// store.ErrLeaseLost if the lease is not held.
+func heartbeat(ctx context.Context, s store.Store, p store.FenceParams, expires time.Time) (cancelRequested bool, err error) {
+	sts, err := s.HeartbeatMany(ctx, store.HeartbeatManyParams{
+		Leases: []store.Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: expires,
+	})
+	if err != nil {
+		return false, err
+	}
+	if sts[0].Lost {
+		return false, store.ErrLeaseLost
+	}
+	return sts[0].CancelRequested, nil
+}
+
 // requestInput asks for the keys of reqs on the task held by c, at now.
 func requestInput(t *testing.T, s store.Store, c store.Claimed, now time.Time, reqs map[string]json.RawMessage) map[string]json.RawMessage {
 	t.Helper()

@@ -36,7 +36,7 @@ func testSuspend(t *testing.T, f factory) {
 		}
 	}
 	// The attempt that suspended it is fenced off.
-	_, err := s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(3*time.Second)), LeaseExpiresAt: at(time.Minute)})
+	_, err := heartbeat(ctx, s, fence(c, at(3*time.Second)), at(time.Minute))
 	wantErr(t, "Heartbeat after Release", err, store.ErrLeaseLost)
 	_, err = s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c, at(3*time.Second)), Requests: raws("a", reqA)})
 	wantErr(t, "RequestInput after Release", err, store.ErrLeaseLost)
@@ -117,7 +117,7 @@ func testSuspendOnRequest(t *testing.T, f factory) {
 	if ids := claimIDs(t, s, store.ClaimParams{Owner: "w2", Now: at(time.Hour), LeaseExpiresAt: at(time.Hour + lease)}); len(ids) != 0 {
 		t.Fatalf("Claim took %v from a suspended task", ids)
 	}
-	_, err = s.Heartbeat(ctx, store.HeartbeatParams{FenceParams: fence(c, at(2*time.Second)), LeaseExpiresAt: at(time.Minute)})
+	_, err = heartbeat(ctx, s, fence(c, at(2*time.Second)), at(time.Minute))
 	wantErr(t, "Heartbeat after RequestInput(Suspend)", err, store.ErrLeaseLost)
 
 	// Answered, it is claimable; the re-run's RequestInput(Suspend) gets
