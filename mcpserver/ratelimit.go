@@ -30,6 +30,10 @@ func (l *pollLimiter) allow(principal, taskID string) (bool, time.Duration) {
 	key := principal + "\x00" + taskID
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	t, seen := l.last[key]
+	if seen && now.Sub(t) < l.min {
+		return false, l.min - now.Sub(t) // before any eviction, which could forget this very poll
+	}
 	if now.After(l.prune) || len(l.last) >= l.max { // bound the map: forget pollers gone for a while
 		for k, t := range l.last {
 			if now.Sub(t) > l.min {
@@ -38,14 +42,13 @@ func (l *pollLimiter) allow(principal, taskID string) (bool, time.Duration) {
 		}
 		l.prune = now.Add(10 * l.min)
 	}
-	for k := range l.last { // still full of recent polls (ids made up by the thousand)
-		if len(l.last) < l.max {
-			break
+	if !seen { // a new key: make room if the map is still full of recent polls (ids made up by the thousand)
+		for k := range l.last {
+			if len(l.last) < l.max {
+				break
+			}
+			delete(l.last, k)
 		}
-		delete(l.last, k)
-	}
-	if t, ok := l.last[key]; ok && now.Sub(t) < l.min {
-		return false, l.min - now.Sub(t)
 	}
 	l.last[key] = now
 	return true, 0
