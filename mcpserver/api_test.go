@@ -97,6 +97,13 @@ func apiTools(cancelled chan<- error) func(*mcpserver.Server) error {
 			}); err != nil {
 			return err
 		}
+		if err := mcpserver.AddTool(s, &mcp.Tool{Name: "count_args"}, mcpserver.ToolOptions{},
+			func(_ context.Context, _ *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+				in["seen"] = true // a nil map would panic
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%d arguments", len(in)-1)}}}, nil, nil
+			}); err != nil {
+			return err
+		}
 		return mcpserver.AddTool(s, &mcp.Tool{Name: "wait_cancel"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				_ = mcpserver.SetStatus(ctx, "waiting")
@@ -201,6 +208,30 @@ func TestAddTool_Defaults(t *testing.T) {
 		}
 		if done := c.waitStatus(t, "", v.TaskID, "completed", nil); !strings.Contains(string(done), `"text":"`+tc.want+`"`) {
 			t.Errorf("task greet_defaults %s = %s, want %q", tc.args, done, tc.want)
+		}
+	}
+}
+
+// TestAddTool_NoArguments: a call without arguments, or with null ones,
+// gives a map input an empty map, as go-sdk does, inline and in a task.
+func TestAddTool_NoArguments(t *testing.T) {
+	c := startServer(t, serverConfig{register: apiTools(nil)})
+	for _, args := range []string{``, `,"arguments":null`, `,"arguments":{}`, `,"arguments":{"a":1}`} {
+		want := "0 arguments"
+		if strings.Contains(args, `"a"`) {
+			want = "1 arguments"
+		}
+		for _, meta := range []string{"$META_NOTASKS", "$META"} {
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + meta + `,"name":"count_args"` + args + `}}`
+			rep := c.rpc(t, "", "tools/call", "count_args", body).reply(t)
+			got := string(rep.Result)
+			var v taskView
+			if json.Unmarshal(rep.Result, &v) == nil && v.TaskID != "" {
+				got = string(c.waitStatus(t, "", v.TaskID, "completed", nil))
+			}
+			if !strings.Contains(got, `"text":"`+want+`"`) {
+				t.Errorf("count_args%s with %s = %s, want %q", args, meta, rep.raw, want)
+			}
 		}
 	}
 }

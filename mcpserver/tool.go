@@ -260,10 +260,13 @@ func typedHandler[In, Out any](t *mcp.Tool, in *jsonschema.Resolved, h mcp.ToolH
 			args  = req.Params.Arguments
 			err   error
 		)
+		if len(args) == 0 || string(args) == "null" {
+			args = json.RawMessage("{}") // as go-sdk: a map input is never nil
+		}
 		if defaults {
 			args, err = withDefaults(in, args)
 		}
-		if err == nil && len(args) > 0 {
+		if err == nil {
 			err = json.Unmarshal(args, &input)
 		}
 		if err != nil {
@@ -315,9 +318,6 @@ func resolveSchema(schema any) (*jsonschema.Resolved, error) {
 // withDefaults returns args with the schema's defaults applied to the
 // properties they leave out.
 func withDefaults(schema *jsonschema.Resolved, args json.RawMessage) (json.RawMessage, error) {
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
 	var v any
 	if err := json.Unmarshal(args, &v); err != nil {
 		return nil, err
