@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -88,6 +89,15 @@ func TestReplyID(t *testing.T) {
 			if string(reply.ID) != c.want {
 				t.Errorf("%s, id %s: reply id %s, want %s", route, c.id, reply.ID, c.want)
 			}
+		}
+	}
+	// The last event of a task subscription, which ends at once: its one
+	// task is unknown.
+	for route, h := range routes {
+		body := `{"jsonrpc":"2.0","id":"a<b>","method":"subscriptions/listen","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"notifications":{"taskIds":["x"]}}}`
+		out := postRequest(h, "subscriptions/listen", "", body).Body.String()
+		if !strings.Contains(out, `{"jsonrpc":"2.0","id":"a<b>",`) {
+			t.Errorf("%s: subscriptions/listen with id \"a<b>\": %q, want the final response with the id as sent", route, out)
 		}
 	}
 }

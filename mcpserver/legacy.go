@@ -86,6 +86,14 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 	if v == "" && !isLegacyInitialize(&m) {
 		return false
 	}
+	if m.Method != "" && m.ID != nil { // a request (not an answer): its id as every reply carries it
+		id, ok := replyID(m.ID)
+		if !ok {
+			writeError(w, http.StatusBadRequest, nil, codeInvalidRequest, invalidID)
+			return true
+		}
+		m.ID = id
+	}
 	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r)}
 	if m.Method == "initialize" {
 		s.legacyInitialize(lr, body, next)

@@ -79,13 +79,9 @@ func (s *Server) serveListen(w http.ResponseWriter, r *http.Request, c *listenCa
 	case err != nil && !c.started():
 		writeRPCError(w, c.id, err)
 	case complete:
-		b, _ := json.Marshal(map[string]any{
-			"jsonrpc": "2.0",
-			"id":      c.id,
-			"result": map[string]any{
-				"_meta":      map[string]any{mcp.MetaKeyServerInfo: s.impl, mcp.MetaKeySubscriptionID: c.id},
-				"resultType": task.ResultTypeComplete,
-			},
+		b, _ := encodeResponse(c.id, "result", nil, map[string]any{
+			"_meta":      map[string]any{mcp.MetaKeyServerInfo: s.impl, mcp.MetaKeySubscriptionID: c.id},
+			"resultType": task.ResultTypeComplete,
 		})
 		_ = writeSSE(c.w, b)
 	}

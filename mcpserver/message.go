@@ -103,7 +103,7 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	if m.ID != nil {
 		id, ok := replyID(m.ID)
 		if !ok {
-			return codeInvalidRequest, "Invalid request: id must be a string or an integer of at most 2^53 in magnitude"
+			return codeInvalidRequest, invalidID
 		}
 		m.ID = id
 	}
@@ -116,6 +116,9 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	return 0, ""
 }
 
+// invalidID is the refusal of a request whose id replyID does not take.
+const invalidID = "Invalid request: id must be a string or an integer of at most 2^53 in magnitude"
+
 // maxID bounds an integer id: go-sdk reads ids as float64, exact up to
 // 2^53, and a larger one would come back changed in its reply.
 const maxID = 1 << 53
@@ -126,6 +129,9 @@ const maxID = 1 << 53
 // shortest form. ok is false if id is neither a string nor an integer
 // within ±2^53.
 func replyID(id json.RawMessage) (_ json.RawMessage, ok bool) {
+	if string(id) == "null" {
+		return nil, false
+	}
 	if len(id) > 0 && id[0] == '"' {
 		var s string
 		if decodeJSON(id, &s) != nil {

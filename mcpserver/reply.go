@@ -36,14 +36,31 @@ func (s *Server) writeResult(w http.ResponseWriter, id json.RawMessage, v any) {
 }
 
 // writeMember writes a JSON-RPC response whose member key is v, with meta
-// as its first member _meta if not nil.
+// as its first member _meta if not nil (see encodeResponse).
+func writeMember(w http.ResponseWriter, status int, id json.RawMessage, key string, meta json.RawMessage, v any) {
+	buf, ok := encodeResponse(id, key, meta, v)
+	if !ok {
+		status = http.StatusOK
+	}
+	buf = append(buf, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf)
+}
+
+// encodeResponse returns the JSON-RPC response whose member key is v, with
+// meta as its first member _meta if not nil. The id is written as it is, as
+// go-sdk writes ids (see replyID); a nil id (one that could not be read) is
+// left out. ok is false if v could not be encoded: the response is then an
+// internal error.
 //
 // v is encoded by segmentio/encoding, as requests are decoded (see
 // decodeJSON): the same JSON as encoding/json's, in half the time.
-func writeMember(w http.ResponseWriter, status int, id json.RawMessage, key string, meta json.RawMessage, v any) {
+func encodeResponse(id json.RawMessage, key string, meta json.RawMessage, v any) (_ []byte, ok bool) {
 	body, err := segjson.Marshal(v)
-	if err != nil {
-		status, key = http.StatusOK, "error"
+	ok = err == nil
+	if !ok {
+		key = "error"
 		body, _ = json.Marshal(&jsonrpc.Error{Code: codeInternalError, Message: "cannot encode the result"})
 	}
 	buf := make([]byte, 0, len(body)+64)
@@ -64,8 +81,5 @@ func writeMember(w http.ResponseWriter, status int, id json.RawMessage, key stri
 		body = body[1:]
 	}
 	buf = append(buf, body...)
-	buf = append(buf, "}\n"...)
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf)
+	return append(buf, '}'), ok
 }
