@@ -29,9 +29,9 @@ type TaskStatus struct {
 	PollIntervalMs *int64
 	// InputRequests are the outstanding requests of an input_required
 	// task, by key. A 2025-11-25 server sends them as requests of its own
-	// while tasks/get reads the task, for up to one poll interval: there
-	// they may be fewer than the task's, or none yet; the next read
-	// brings the rest.
+	// over tasks/result while [Task.Get] reads the task, for up to one
+	// poll interval: there they may be fewer than the task's, or none yet;
+	// the next read brings the rest.
 	InputRequests map[string]*InputRequest
 	// Result is the final result of a completed task; RawResult its JSON.
 	Result    *mcp.CallToolResult

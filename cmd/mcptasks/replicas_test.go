@@ -293,7 +293,7 @@ func TestReplicasStopFencing(t *testing.T) {
 		}
 		sts, err := st.HeartbeatMany(context.Background(), store.HeartbeatManyParams{
 			Leases: []store.Lease{{ID: id, Attempt: 1}}, Now: now, LeaseExpiresAt: now.Add(time.Second)})
-		if err != nil || !sts[0].Lost {
+		if err != nil || len(sts) != 1 || !sts[0].Lost {
 			t.Errorf("task %s: a late heartbeat at attempt 1: %v, %v, want the lease lost", id, sts, err)
 		}
 		if err := st.SetStatusMessage(context.Background(), store.StatusMessageParams{FenceParams: late, StatusMessage: "late"}); !errors.Is(err, store.ErrLeaseLost) {

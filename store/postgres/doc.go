@@ -5,7 +5,7 @@
 // the embedded migrations, under an advisory lock, so that any number of
 // replicas may start at once.
 //
-// Claim and Heartbeat are single statements: a claim locks the oldest
+// Claim and HeartbeatMany are single statements: a claim locks the oldest
 // claimable rows with FOR UPDATE SKIP LOCKED, so concurrent workers never
 // wait for each other or take the same task, and leases them in the same
 // statement. Get is one primary-key read. The other writes lock the row

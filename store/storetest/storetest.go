@@ -37,15 +37,15 @@
 //     exactly Now has expired. Lost is true only when the task had a lease
 //     owner whose lease expired (not after Release), and such a claim, and
 //     no other write, increments Losses.
-//   - Fencing. Worker writes (Heartbeat, Release, SetStatusMessage,
-//     RequestInput, SaveStep, Finish) fail with ErrLeaseLost, and HeartbeatMany
-//     reports the lease Lost, changing nothing, when
+//   - Fencing. Worker writes (Release, SetStatusMessage, RequestInput,
+//     SaveStep, Finish) fail with ErrLeaseLost, and HeartbeatMany reports
+//     the lease Lost, changing nothing, when
 //     the id is unknown, the task is terminal or expired, nobody holds it, or
 //     it is held at another Attempt. A lease that expired but that nobody
 //     claimed again still fences by Attempt: its holder's writes succeed.
 //   - UpdatedAt is set to Now by the writes that change what tasks/get
 //     shows (status, status message, input requests, answers). Claim,
-//     Heartbeat, Release and a cancel request that only sets
+//     HeartbeatMany, Release and a cancel request that only sets
 //     CancelRequested leave it alone.
 //   - Answer returns the accepted keys in any order; it is a no-op (nil
 //     keys, nil error) on a task that is not input_required.
@@ -217,10 +217,12 @@ func heartbeat(ctx context.Context, s store.Store, p store.FenceParams, expires 
 	sts, err := s.HeartbeatMany(ctx, store.HeartbeatManyParams{
 		Leases: []store.Lease{{ID: p.ID, Attempt: p.Attempt}}, Now: p.Now, LeaseExpiresAt: expires,
 	})
-	if err != nil {
+	switch {
+	case err != nil:
 		return false, err
-	}
-	if sts[0].Lost {
+	case len(sts) != 1:
+		return false, fmt.Errorf("HeartbeatMany of one lease returned %d states", len(sts))
+	case sts[0].Lost:
 		return false, store.ErrLeaseLost
 	}
 	return sts[0].CancelRequested, nil
