@@ -44,9 +44,16 @@ func (st *sseStream) request(id, method string, params json.RawMessage) {
 	st.event(m)
 }
 
+// event writes the message m as one event.
 func (st *sseStream) event(m map[string]json.RawMessage) {
 	b, _ := json.Marshal(m) // a map of raw JSON always encodes
 	_ = writeSSE(st.w, b)
+}
+
+// comment writes an SSE comment, which keeps the connection alive.
+func (st *sseStream) comment(text string) {
+	_, _ = st.w.Write([]byte(": " + text + "\n\n"))
+	_ = http.NewResponseController(st.w).Flush()
 }
 
 // setSSEHeaders sets the headers of an SSE reply, with those that keep
@@ -69,10 +76,4 @@ func writeSSE(w http.ResponseWriter, msg []byte) error {
 		return err
 	}
 	return http.NewResponseController(w).Flush()
-}
-
-// comment writes an SSE comment, which keeps the connection alive.
-func (st *sseStream) comment(text string) {
-	_, _ = st.w.Write([]byte(": " + text + "\n\n"))
-	_ = http.NewResponseController(st.w).Flush()
 }
