@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +123,9 @@ func FuzzFastPath(f *testing.F) {
 		return a
 	}
 	f.Fuzz(func(t *testing.T, method, name, body string) {
+		if beyondFloat64ID(body) {
+			t.Skip("go-sdk answers an integer id beyond 2^53 under the nearest float64; the fast path writes it exactly (TestReplyID)")
+		}
 		a, b := ask(fast, method, name, body), ask(sdk, method, name, body)
 		if a.Status != b.Status || string(a.ID) != string(b.ID) || (a.Code == nil) != (b.Code == nil) ||
 			(a.Code != nil && *a.Code != *b.Code) || !jsonSame(a.Result, b.Result) {
@@ -159,6 +163,17 @@ func fuzzPost(h http.Handler, method, name, body string) *httptest.ResponseRecor
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
+}
+
+// beyondFloat64ID reports whether body is a request whose id is an
+// integer that a float64 does not hold exactly.
+func beyondFloat64ID(body string) bool {
+	var m struct{ ID json.RawMessage }
+	if json.Unmarshal([]byte(body), &m) != nil {
+		return false
+	}
+	n, err := strconv.ParseInt(string(m.ID), 10, 64)
+	return err == nil && (n > 1<<53 || n < -(1<<53))
 }
 
 // withoutNewTask returns a CreateTaskResult without the values that differ

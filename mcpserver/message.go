@@ -117,17 +117,18 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 }
 
 // invalidID is the refusal of a request whose id replyID does not take.
-const invalidID = "Invalid request: id must be a string or an integer of at most 2^53 in magnitude"
+const invalidID = "Invalid request: id must be a string or an integer"
 
-// maxID bounds an integer id: go-sdk reads ids as float64, exact up to
-// 2^53, and a larger one would come back changed in its reply.
-const maxID = 1 << 53
-
-// replyID returns id as a reply carries it, the same on the fast path as
-// in go-sdk's replies, which decode the id and encode it again: a string
-// with its escapes resolved and invalid UTF-8 replaced, an integer in its
-// shortest form. ok is false if id is neither a string nor an integer
-// within ±2^53.
+// replyID returns id as a reply carries it, as go-sdk's replies do, which
+// decode the id and encode it again: a string with its escapes resolved
+// and invalid UTF-8 replaced, an integer in its shortest form (-0 is 0).
+// ok is false if id is neither a string nor an integer that fits in 64
+// bits.
+//
+// An integer beyond ±2^53 is written back exactly, where go-sdk, which
+// reads ids as float64, answers under the nearest float (see
+// design/fast-path.md): clients that number requests by the nanosecond
+// send such ids.
 func replyID(id json.RawMessage) (_ json.RawMessage, ok bool) {
 	if string(id) == "null" {
 		return nil, false
@@ -149,7 +150,7 @@ func replyID(id json.RawMessage) (_ json.RawMessage, ok bool) {
 		return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), true
 	}
 	var n int64
-	if decodeJSON(id, &n) != nil || n > maxID || n < -maxID {
+	if decodeJSON(id, &n) != nil {
 		return nil, false
 	}
 	var b [20]byte
