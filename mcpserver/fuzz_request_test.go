@@ -139,16 +139,16 @@ func FuzzFastPath(f *testing.F) {
 // on an empty memory store, running no handlers of tasks. Its tools run
 // fast: a mutated request may call slow_compute or export_report inline
 // (without the Tasks extension), within the request.
-func fuzzHandler(f testing.TB, noFastPath bool) http.Handler {
+func fuzzHandler(tb testing.TB, noFastPath bool) http.Handler {
 	srv := mcpserver.New(&mcp.Implementation{Name: "fuzz", Version: "1"}, &mcpserver.Options{DisableFastPath: noFastPath,
 		Store: memory.New(), Engine: &engine.Options{Workers: -1}})
 	if err := tasktools.Register(srv, &tasktools.Options{Step: time.Millisecond, Second: time.Microsecond}); err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := srv.Start(context.Background()); err != nil {
-		f.Fatal(err)
+		tb.Fatal(err)
 	}
-	f.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	tb.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	return srv.Handler()
 }
 
