@@ -296,6 +296,10 @@ func (s *Server) Handler() http.Handler {
 		Stateless:           true,
 		MaxRequestBodyBytes: s.opts.MaxBodyBytes,
 		Logger:              s.opts.Logger,
+		// A 2026-07-28 POST is the whole call: a client that goes away (or
+		// a stdio notifications/cancelled) ends the handler of an inline
+		// call, whose answer nobody could read.
+		PropagateRequestCancellation: true,
 	})
 	g := s.guard(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -25,7 +25,8 @@ import (
 // initialize returned), and every message of the reply, JSON or SSE, is
 // written to out. So stdio serves both eras exactly as HTTP does, one
 // connection being one session. Requests are served concurrently;
-// notifications/cancelled stops the request it names.
+// notifications/cancelled stops the 2026-07-28 request it names, which is
+// then answered no more.
 //
 // Call [Server.Start] first. ServeStdio returns when in ends or ctx is done. Requests still in flight
 // are then stopped (their tasks live on in the store; stdio has nobody
@@ -91,7 +92,7 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 	}
 	if m.Method == "notifications/cancelled" {
 		b.mu.Lock()
-		cancel := b.inflight[string(m.Params.RequestID)]
+		cancel := b.inflight[idKey(m.Params.RequestID)]
 		b.mu.Unlock()
 		if cancel != nil {
 			cancel()
@@ -102,7 +103,7 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		key := string(m.ID)
+		key := idKey(m.ID)
 		b.mu.Lock()
 		b.inflight[key] = cancel
 		b.mu.Unlock()
@@ -140,8 +141,20 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 	b.roundTrip(req, m.ID, m.Method == "initialize")
 }
 
-// roundTrip serves req and writes the messages of its reply. For
-// initialize it keeps the session id and version of the reply.
+// idKey returns the key of a request id among the requests in flight: the
+// id as replies carry it (see replyID), so that a cancellation naming it
+// in another form (escaped, -0) finds it.
+func idKey(id json.RawMessage) string {
+	if c, ok := replyID(id); ok {
+		return string(c)
+	}
+	return string(id)
+}
+
+// roundTrip serves req and writes the messages of its reply, until req's
+// context ends: a request cancelled (notifications/cancelled, or the end
+// of ServeStdio) is answered no more. For initialize it keeps the session
+// id and version of the reply.
 func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initialize bool) {
 	pr, pw := io.Pipe()
 	rw := &pipeResponse{header: http.Header{}, status: http.StatusOK, pw: pw, started: make(chan struct{})}
@@ -170,6 +183,9 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 				data = append(data, bytes.TrimSpace(d)...)
 			} else if len(line) == 0 && len(data) > 0 {
+				if req.Context().Err() != nil {
+					return
+				}
 				b.reply(data, initialize)
 				data = nil
 			}
@@ -179,10 +195,12 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 		}
 	case "application/json":
 		body, _ := io.ReadAll(pr)
-		b.reply(body, initialize)
+		if req.Context().Err() == nil {
+			b.reply(body, initialize)
+		}
 	default:
 		body, _ := io.ReadAll(pr)
-		if id == nil || rw.status < 300 {
+		if id == nil || rw.status < 300 || req.Context().Err() != nil {
 			return // an accepted notification or response
 		}
 		e, _ := json.Marshal(map[string]any{"code": codeInvalidRequest, "message": strings.TrimSpace(string(body))})

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -30,9 +31,17 @@ type stdioPeer struct {
 // or the peer closes its end.
 func startStdio(t *testing.T) *stdioPeer {
 	t.Helper()
+	return startStdioWith(t, func(srv *mcpserver.Server) error {
+		return tasktools.Register(srv, &tasktools.Options{Step: testStep})
+	})
+}
+
+// startStdioWith is startStdio with the tools that register adds.
+func startStdioWith(t *testing.T, register func(*mcpserver.Server) error) *stdioPeer {
+	t.Helper()
 	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
 		Store: memory.New(), Engine: &engine.Options{Workers: 4}})
-	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {
+	if err := register(srv); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Start(context.Background()); err != nil {
@@ -161,4 +170,47 @@ func TestStdio(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStdioCancel: notifications/cancelled stops the inline call it names,
+// whatever form of the id it uses (escaped, -0), and the server answers
+// the call no more.
+func TestStdioCancel(t *testing.T) {
+	for _, c := range []struct{ id, cancelID string }{
+		{`"cA"`, `"cA"`},
+		{`"c\u0041"`, `"cA"`},
+		{`-0`, `0`},
+	} {
+		t.Run(c.id, func(t *testing.T) {
+			started, stopped := make(chan struct{}), make(chan error, 1)
+			p := startStdioWith(t, func(srv *mcpserver.Server) error {
+				return mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+					func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+						close(started)
+						<-ctx.Done()
+						stopped <- ctx.Err()
+						return nil, nil, ctx.Err()
+					})
+			})
+			p.send(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"wait"}}`)
+			select {
+			case <-started:
+			case <-time.After(waitTimeout):
+				t.Fatal("the tool did not start")
+			}
+			p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":` + c.cancelID + `}}`)
+			select {
+			case err := <-stopped:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("the tool's ctx ended with %v, want context.Canceled", err)
+				}
+			case <-time.After(waitTimeout):
+				t.Fatal("the cancelled call went on")
+			}
+			p.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
+			if m := p.next(); string(m["id"]) != `"after"` {
+				t.Errorf("the next message is %v, want the answer to tools/list: the cancelled call was answered", m)
+			}
+		})
+	}
 }
