@@ -44,6 +44,12 @@ type versioned interface {
 // request declares the extension, and its headers.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := ctx.Value(stdioRequestKey{}).(context.Context); ok { // see ServeStdio
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(r, cancel)()
+		}
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {

@@ -25,8 +25,8 @@ import (
 // initialize returned), and every message of the reply, JSON or SSE, is
 // written to out. So stdio serves both eras exactly as HTTP does, one
 // connection being one session. Requests are served concurrently;
-// notifications/cancelled stops the 2026-07-28 request it names, which is
-// then answered no more.
+// notifications/cancelled stops the request it names, which is then
+// answered no more.
 //
 // Call [Server.Start] first. ServeStdio returns when in ends or ctx is done. Requests still in flight
 // are then stopped (their tasks live on in the store; stdio has nobody
@@ -103,6 +103,7 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
+		ctx = context.WithValue(ctx, stdioRequestKey{}, ctx)
 		key := idKey(m.ID)
 		b.mu.Lock()
 		b.inflight[key] = cancel
@@ -140,6 +141,13 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 	}
 	b.roundTrip(req, m.ID, m.Method == "initialize")
 }
+
+// stdioRequestKey is the context key of a stdio request's own context,
+// which notifications/cancelled ends: go-sdk runs handlers on a context
+// that keeps the request's values but, in a 2025-11-25 session, not its
+// cancellation, and the middleware ties them to it again (see
+// [Server.middleware]).
+type stdioRequestKey struct{}
 
 // idKey returns the key of a request id among the requests in flight: the
 // id as replies carry it (see replyID), so that a cancellation naming it

@@ -213,4 +213,38 @@ func TestStdioCancel(t *testing.T) {
 			}
 		})
 	}
+	t.Run("2025-11-25", func(t *testing.T) {
+		started, stopped := make(chan struct{}), make(chan error, 1)
+		p := startStdioWith(t, func(srv *mcpserver.Server) error {
+			return mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+				func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+					close(started)
+					<-ctx.Done()
+					stopped <- ctx.Err()
+					return nil, nil, ctx.Err()
+				})
+		})
+		p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		p.next()
+		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}`)
+		select {
+		case <-started:
+		case <-time.After(waitTimeout):
+			t.Fatal("the tool did not start")
+		}
+		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+		select {
+		case err := <-stopped:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("the tool's ctx ended with %v, want context.Canceled", err)
+			}
+		case <-time.After(waitTimeout):
+			t.Fatal("the cancelled call went on")
+		}
+		p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+		if m := p.next(); string(m["id"]) != `3` {
+			t.Errorf("the next message is %v, want the answer to tools/list: the cancelled call was answered", m)
+		}
+	})
 }
