@@ -38,13 +38,20 @@ func callTask(t *testing.T, c *client.Client, name string, args any) *client.Tas
 // waitStatus polls tk until it has status want, within testTimeout.
 func waitStatus(t *testing.T, tk *client.Task, want task.Status) *client.TaskStatus {
 	t.Helper()
+	return waitUntil(t, tk, want, nil)
+}
+
+// waitUntil polls tk until it has status want and, if ok is not nil, ok
+// holds for its status, within testTimeout.
+func waitUntil(t *testing.T, tk *client.Task, want task.Status, ok func(*client.TaskStatus) bool) *client.TaskStatus {
+	t.Helper()
 	ctx := testContext(t)
 	for {
 		st, err := tk.Get(ctx)
 		if err != nil {
 			t.Fatalf("tasks/get %s: %v", tk.ID, err)
 		}
-		if st.Status == want {
+		if st.Status == want && (ok == nil || ok(st)) {
 			return st
 		}
 		if st.Terminal() {

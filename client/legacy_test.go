@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -146,26 +145,12 @@ func TestLegacyAnswerElsewhere(t *testing.T) {
 // TaskStatus.InputRequests).
 func waitQuestions(t *testing.T, tk *client.Task, n int) *client.TaskStatus {
 	t.Helper()
-	ctx := testContext(t)
-	for {
-		st, err := tk.Get(ctx)
-		switch {
-		case err != nil:
-			t.Fatalf("tasks/get %s: %v", tk.ID, err) // ctx ended among others
-		case st.Terminal():
-			t.Fatalf("task %s ended %s, want %s", tk.ID, st.Status, task.InputRequired)
-		case len(st.InputRequests) > n:
+	return waitUntil(t, tk, task.InputRequired, func(st *client.TaskStatus) bool {
+		if len(st.InputRequests) > n {
 			t.Fatalf("input requests: %v, want %d", st.InputRequests, n)
-		case st.Status == task.InputRequired && len(st.InputRequests) == n:
-			return st
 		}
-		// A Get of a task that needs input waits a poll interval for its
-		// questions; one still working is polled again at the test's pace.
-		select {
-		case <-ctx.Done():
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+		return len(st.InputRequests) == n
+	})
 }
 
 // TestLegacyFindsOut: with no ProtocolVersion, a client of a server that

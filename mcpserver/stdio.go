@@ -191,10 +191,7 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
 				data = append(data, bytes.TrimSpace(d)...)
 			} else if len(line) == 0 && len(data) > 0 {
-				if req.Context().Err() != nil {
-					return
-				}
-				b.reply(data, initialize)
+				b.reply(req.Context(), data, initialize)
 				data = nil
 			}
 			if err != nil {
@@ -203,23 +200,25 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 		}
 	case "application/json":
 		body, _ := io.ReadAll(pr)
-		if req.Context().Err() == nil {
-			b.reply(body, initialize)
-		}
+		b.reply(req.Context(), body, initialize)
 	default:
 		body, _ := io.ReadAll(pr)
-		if id == nil || rw.status < 300 || req.Context().Err() != nil {
+		if id == nil || rw.status < 300 {
 			return // an accepted notification or response
 		}
 		e, _ := json.Marshal(map[string]any{"code": codeInvalidRequest, "message": strings.TrimSpace(string(body))})
 		msg, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "error": e})
-		b.write(msg)
+		b.reply(req.Context(), msg, false)
 	}
 }
 
-// reply writes one message of a reply; the result of initialize tells the
-// version of the session.
-func (b *stdioBridge) reply(msg []byte, initialize bool) {
+// reply writes one message of a reply to the request of ctx, unless that
+// request was cancelled; the result of initialize tells the version of the
+// session.
+func (b *stdioBridge) reply(ctx context.Context, msg []byte, initialize bool) {
+	if ctx.Err() != nil {
+		return
+	}
 	if initialize {
 		var r struct {
 			Result struct {

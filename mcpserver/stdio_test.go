@@ -173,15 +173,31 @@ func TestStdio(t *testing.T) {
 }
 
 // TestStdioCancel: notifications/cancelled stops the inline call it names,
-// whatever form of the id it uses (escaped, -0), and the server answers
-// the call no more.
+// whatever form of the id it uses (escaped, -0), in either era, and the
+// server answers the call no more.
 func TestStdioCancel(t *testing.T) {
-	for _, c := range []struct{ id, cancelID string }{
-		{`"cA"`, `"cA"`},
-		{`"c\u0041"`, `"cA"`},
-		{`-0`, `0`},
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	for _, c := range []struct {
+		name, setup, call, cancel, next, nextID string
+	}{
+		{name: `"cA"`,
+			call:   `{"jsonrpc":"2.0","id":"cA","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"wait"}}`,
+			cancel: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":"cA"}}`,
+			next:   `{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`, nextID: `"after"`},
+		{name: `"c\u0041"`,
+			call:   `{"jsonrpc":"2.0","id":"c\u0041","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"wait"}}`,
+			cancel: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":"cA"}}`,
+			next:   `{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`, nextID: `"after"`},
+		{name: `-0`,
+			call:   `{"jsonrpc":"2.0","id":-0,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"wait"}}`,
+			cancel: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":0}}`,
+			next:   `{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`, nextID: `"after"`},
+		{name: "2025-11-25", setup: initialize,
+			call:   `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}`,
+			cancel: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`,
+			next:   `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, nextID: `3`},
 	} {
-		t.Run(c.id, func(t *testing.T) {
+		t.Run(c.name, func(t *testing.T) {
 			started, stopped := make(chan struct{}), make(chan error, 1)
 			p := startStdioWith(t, func(srv *mcpserver.Server) error {
 				return mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
@@ -192,13 +208,18 @@ func TestStdioCancel(t *testing.T) {
 						return nil, nil, ctx.Err()
 					})
 			})
-			p.send(`{"jsonrpc":"2.0","id":` + c.id + `,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"wait"}}`)
+			if c.setup != "" {
+				p.send(c.setup)
+				p.next()
+				p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+			}
+			p.send(c.call)
 			select {
 			case <-started:
 			case <-time.After(waitTimeout):
 				t.Fatal("the tool did not start")
 			}
-			p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":` + c.cancelID + `}}`)
+			p.send(c.cancel)
 			select {
 			case err := <-stopped:
 				if !errors.Is(err, context.Canceled) {
@@ -207,44 +228,10 @@ func TestStdioCancel(t *testing.T) {
 			case <-time.After(waitTimeout):
 				t.Fatal("the cancelled call went on")
 			}
-			p.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
-			if m := p.next(); string(m["id"]) != `"after"` {
+			p.send(c.next)
+			if m := p.next(); string(m["id"]) != c.nextID {
 				t.Errorf("the next message is %v, want the answer to tools/list: the cancelled call was answered", m)
 			}
 		})
 	}
-	t.Run("2025-11-25", func(t *testing.T) {
-		started, stopped := make(chan struct{}), make(chan error, 1)
-		p := startStdioWith(t, func(srv *mcpserver.Server) error {
-			return mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
-				func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					close(started)
-					<-ctx.Done()
-					stopped <- ctx.Err()
-					return nil, nil, ctx.Err()
-				})
-		})
-		p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
-		p.next()
-		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wait"}}`)
-		select {
-		case <-started:
-		case <-time.After(waitTimeout):
-			t.Fatal("the tool did not start")
-		}
-		p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
-		select {
-		case err := <-stopped:
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("the tool's ctx ended with %v, want context.Canceled", err)
-			}
-		case <-time.After(waitTimeout):
-			t.Fatal("the cancelled call went on")
-		}
-		p.send(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-		if m := p.next(); string(m["id"]) != `3` {
-			t.Errorf("the next message is %v, want the answer to tools/list: the cancelled call was answered", m)
-		}
-	})
 }
