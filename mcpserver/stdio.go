@@ -24,8 +24,9 @@ import (
 // message; for 2025-11-25: the version and the Mcp-Session-Id that
 // initialize returned), and every message of the reply, JSON or SSE, is
 // written to out. So stdio serves both eras exactly as HTTP does, one
-// connection being one session. Requests are served concurrently;
-// notifications/cancelled stops the request it names, which is then
+// connection being one session: a task subscription's events are lines
+// too. Requests are served concurrently; notifications/cancelled stops the
+// request it names (an inline call, a subscriptions/listen), which is then
 // answered no more.
 //
 // Call [Server.Start] first. ServeStdio returns when in ends or ctx is done. Requests still in flight

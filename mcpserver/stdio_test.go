@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/fixtures"
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/changefeed"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
@@ -39,8 +41,10 @@ func startStdio(t *testing.T) *stdioPeer {
 // startStdioWith is startStdio with the tools that register adds.
 func startStdioWith(t *testing.T, register func(*mcpserver.Server) error) *stdioPeer {
 	t.Helper()
+	st := memory.New()
 	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
-		Store: memory.New(), Engine: &engine.Options{Workers: 4}})
+		Store: st, Engine: &engine.Options{Workers: 4},
+		ChangeFeed: changefeed.New(st, nil), MaxSubscriptions: 1})
 	if err := register(srv); err != nil {
 		t.Fatal(err)
 	}
@@ -170,6 +174,117 @@ func TestStdio(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStdioListen: a task subscription works over stdio as over HTTP: the
+// acknowledgement, a notification for every change, and the listen's
+// response once its task is terminal. notifications/cancelled naming the
+// listen ends it early, as closing the stream does over HTTP: its
+// subscription is released and it is answered no more.
+func TestStdioListen(t *testing.T) {
+	for _, cancel := range []bool{false, true} {
+		t.Run(map[bool]string{false: "to the end", true: "cancelled"}[cancel], func(t *testing.T) {
+			p := startStdio(t) // one subscription per principal
+			p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META,"name":"confirm_delete","arguments":{"filename":"a.txt"}}}`)
+			var cr struct {
+				TaskID string `json:"taskId"`
+			}
+			if m := p.next(); json.Unmarshal(m["result"], &cr) != nil || cr.TaskID == "" {
+				t.Fatalf("tools/call: %v", m)
+			}
+			p.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["` + cr.TaskID + `","unknown"]}}}`)
+			ack := p.next()
+			if string(ack["method"]) != `"notifications/subscriptions/acknowledged"` ||
+				string(ack["params"]) != `{"_meta":{"io.modelcontextprotocol/subscriptionId":"L"},"notifications":{"taskIds":["`+cr.TaskID+`"]}}` {
+				t.Fatalf("acknowledgement of %s: %s", cr.TaskID, ack["params"])
+			}
+			if cancel {
+				p.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META,"requestId":"L"}}`)
+				waitReleased(t, p)
+			}
+			p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/update","params":{"_meta":$META,"taskId":"` + cr.TaskID + `","inputResponses":{"confirm-delete":{"action":"accept","content":{"confirm":true}}}}}`)
+			if cancel {
+				if m := p.next(); string(m["id"]) != "2" {
+					t.Fatalf("tasks/update: %v", m)
+				}
+				// Only the answers to tasks/get come now: the listen
+				// notifies and answers no more.
+				waitStatus(t, p, cr.TaskID, "completed")
+				return
+			}
+			var statuses []string
+			for updated, ended := false, false; !updated || !ended; {
+				m := p.next()
+				var n struct {
+					Status string `json:"status"`
+				}
+				switch {
+				case string(m["id"]) == "2":
+					updated = true
+				case string(m["id"]) == `"L"`:
+					if string(m["result"]) != `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"stdio-test","version":"0"},"io.modelcontextprotocol/subscriptionId":"L"},"resultType":"complete"}` {
+						t.Errorf("the listen's response: %s", m["result"])
+					}
+					ended = true
+				case string(m["method"]) == `"notifications/tasks"` && json.Unmarshal(m["params"], &n) == nil:
+					statuses = append(statuses, n.Status)
+				default:
+					t.Fatalf("unexpected message %v", m)
+				}
+			}
+			if len(statuses) == 0 || statuses[len(statuses)-1] != "completed" {
+				t.Errorf("notifications: %v, want the last one completed", statuses)
+			}
+		})
+	}
+}
+
+// waitReleased waits until the principal of p holds no task subscription:
+// a probe listen (of an unknown id, which ends at once) is refused with
+// CodeTooManySubscriptions while the one it may hold is open.
+func waitReleased(t *testing.T, p *stdioPeer) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for i := 0; ; i++ {
+		id := fmt.Sprintf(`"probe%d"`, i)
+		p.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["unknown"]}}}`)
+		m := p.next()
+		if string(m["id"]) == id && strings.Contains(string(m["error"]), fmt.Sprint(mcpserver.CodeTooManySubscriptions)) {
+			if time.Now().After(deadline) {
+				t.Fatal("the cancelled listen still holds its subscription")
+			}
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if string(m["method"]) != `"notifications/subscriptions/acknowledged"` {
+			t.Fatalf("probe listen: %v", m)
+		}
+		if m := p.next(); string(m["id"]) != id {
+			t.Fatalf("probe listen: %v", m)
+		}
+		return
+	}
+}
+
+// waitStatus polls tasks/get over p until the task has status; any other
+// message fails the test.
+func waitStatus(t *testing.T, p *stdioPeer, id, status string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for i := 0; ; i++ {
+		p.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"get%d","method":"tasks/get","params":{"_meta":$META,"taskId":%q}}`, i, id))
+		m := p.next()
+		if string(m["id"]) != fmt.Sprintf(`"get%d"`, i) {
+			t.Fatalf("waiting for %s, got %v", status, m)
+		}
+		if strings.Contains(string(m["result"]), `"status":"`+status+`"`) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: not %s: %s", id, status, m["result"])
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // TestStdioCancel: notifications/cancelled stops the inline call it names,
