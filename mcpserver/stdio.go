@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // ServeStdio serves MCP over stdio: newline-delimited JSON-RPC messages
@@ -207,8 +209,11 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 		if id == nil || rw.status < 300 {
 			return // an accepted notification or response
 		}
-		e, _ := json.Marshal(map[string]any{"code": codeInvalidRequest, "message": strings.TrimSpace(string(body))})
-		msg, _ := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "error": e})
+		// An HTTP error in plain text (go-sdk's transport refusing the
+		// request): the client gets it as a JSON-RPC error, under the id
+		// as every reply carries it.
+		id, _ = replyID(id)
+		msg, _ := encodeResponse(id, "error", nil, &jsonrpc.Error{Code: codeInvalidRequest, Message: strings.TrimSpace(string(body))})
 		b.reply(req.Context(), msg, false)
 	}
 }
