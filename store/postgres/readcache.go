@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/mcptasks/mcptasks/store/changefeed"
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -31,20 +32,14 @@ const (
 //   - Not-found is never cached: a task created on another replica is
 //     found at once (durable create).
 //
-// It is bounded by the number of records and by their bytes
-// ([task.Record.Size]); a fill past either bound evicts records at random
-// first, and a record larger than a sixteenth of the byte bound is not
-// cached.
+// It is bounded by the number of records and by their bytes, as
+// [sqlstore.Records] is.
 type readCache struct {
-	max      int
-	maxBytes int64
-
-	mu    sync.Mutex
-	on    bool   // the feed is up
-	gen   uint64 // moves at every drop
-	m     map[string]*task.Record
-	bytes int64
-	hits  uint64 // for tests
+	mu   sync.Mutex
+	on   bool   // the feed is up
+	gen  uint64 // moves at every drop
+	recs *sqlstore.Records
+	hits uint64 // for tests
 }
 
 // UseReadCache answers GetFor from a cache of at most size records and
@@ -59,7 +54,7 @@ func (s *Store) UseReadCache(f *changefeed.Feed, size int, maxBytes int64) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultReadCacheBytes
 	}
-	c := &readCache{max: size, maxBytes: maxBytes, m: map[string]*task.Record{}}
+	c := &readCache{recs: sqlstore.NewRecords(size, maxBytes)}
 	s.cache = c
 	f.Watch(c.change)
 }
@@ -85,7 +80,7 @@ func (c *readCache) get(id, principal string) (*task.Record, uint64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r := c.m[id]; r != nil && r.Principal == principal {
+	if r := c.recs.Get(id); r != nil && r.Principal == principal {
 		c.hits++
 		return r.Clone(), 0
 	}
@@ -99,28 +94,15 @@ func (c *readCache) fill(r *task.Record, gen uint64) {
 		return
 	}
 	size := r.Size()
-	if size > c.maxBytes/16 {
+	if !c.recs.Fits(size) {
 		return
 	}
 	r = r.Clone() // outside the lock, which every GetFor takes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.on || c.gen != gen {
-		return
+	if c.on && c.gen == gen {
+		c.recs.Put(r, size)
 	}
-	if old := c.m[r.ID]; old != nil {
-		c.bytes -= old.Size()
-		delete(c.m, r.ID)
-	}
-	for id, v := range c.m { // random order: random eviction
-		if len(c.m) < c.max && c.bytes+size <= c.maxBytes {
-			break
-		}
-		c.bytes -= v.Size()
-		delete(c.m, id)
-	}
-	c.m[r.ID] = r
-	c.bytes += size
 }
 
 // drop forgets the task with the id.
@@ -131,10 +113,7 @@ func (c *readCache) drop(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	if old := c.m[id]; old != nil {
-		c.bytes -= old.Size()
-		delete(c.m, id)
-	}
+	c.recs.Remove(id)
 }
 
 // reset empties the cache and turns it on or off.
@@ -143,6 +122,5 @@ func (c *readCache) reset(on bool) {
 	defer c.mu.Unlock()
 	c.gen++
 	c.on = on
-	clear(c.m)
-	c.bytes = 0
+	c.recs.Clear()
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/mcptasks/mcptasks/internal/pgtest"
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/changefeed"
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 	"github.com/mcptasks/mcptasks/store/storetest"
-	"github.com/mcptasks/mcptasks/task"
 )
 
 // cached returns s with a read cache kept true by a change feed that runs
@@ -139,7 +139,7 @@ func TestReadCache_Replicas(t *testing.T) {
 // TestReadCache_Unit checks the cache's own rules: a read that raced a
 // drop is not cached, nothing is cached while off, and the bounds hold.
 func TestReadCache_Unit(t *testing.T) {
-	c := &readCache{max: 2, maxBytes: 1 << 20, m: map[string]*task.Record{}}
+	c := &readCache{recs: sqlstore.NewRecords(2, 1<<20)}
 	r := newTask("t1")
 	_, gen := c.get("t1", "alice")
 	c.fill(r, gen)
@@ -157,8 +157,8 @@ func TestReadCache_Unit(t *testing.T) {
 		_, gen := c.get(id, "alice")
 		c.fill(newTask(id), gen)
 	}
-	if len(c.m) != 2 {
-		t.Fatalf("%d records cached, want at most 2", len(c.m))
+	if n := c.recs.Len(); n != 2 {
+		t.Fatalf("%d records cached, want at most 2", n)
 	}
 	if got, _ := c.get("t3", "alice"); got == nil {
 		t.Fatal("the last fill was not cached")

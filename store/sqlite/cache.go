@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcptasks/mcptasks/store/internal/sqlstore"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -26,22 +27,16 @@ import (
 //     cache only within maxStale of a check, so a write of another process
 //     is seen at most maxStale late.
 //
-// It is bounded twice: by the number of records and by their bytes (as
-// [task.Record.Size] counts them). A fill that would pass either bound evicts
-// records at random first; a record larger than a sixteenth of the byte
-// bound is not cached at all, so that one large task cannot empty the
-// cache of small ones.
+// It is bounded by the number of records and by their bytes, as
+// [sqlstore.Records] is.
 type cache struct {
-	max      int           // most records kept
-	maxBytes int64         // most bytes kept
 	maxStale time.Duration // longest a hit may trail a check for foreign writes
 	now      func() time.Time
 	probe    chan struct{} // asks the commit loop for a check; buffered, 1
 
 	mu        sync.Mutex
 	seq       uint64 // odd inside a write window
-	m         map[string]*task.Record
-	bytes     int64     // the Size of the records in m
+	recs      *sqlstore.Records
 	checkedAt time.Time // when the last foreign-write check began
 	gets      uint64    // Gets since the last check
 	hits      uint64    // for tests
@@ -49,9 +44,9 @@ type cache struct {
 
 func newCache(max int, maxBytes int64, maxStale time.Duration) *cache {
 	return &cache{
-		max: max, maxBytes: maxBytes, maxStale: maxStale, now: time.Now,
+		maxStale: maxStale, now: time.Now,
 		probe: make(chan struct{}, 1),
-		m:     make(map[string]*task.Record),
+		recs:  sqlstore.NewRecords(max, maxBytes),
 	}
 }
 
@@ -69,7 +64,7 @@ func (c *cache) get(id string, principal *string) (r *task.Record, seq uint64) {
 	c.gets++
 	fresh := c.now().Sub(c.checkedAt) <= c.maxStale
 	if fresh {
-		if r = c.m[id]; r != nil && principal != nil && r.Principal != *principal {
+		if r = c.recs.Get(id); r != nil && principal != nil && r.Principal != *principal {
 			r = nil
 		}
 		if r != nil {
@@ -101,33 +96,9 @@ func (c *cache) fill(seq uint64, r *task.Record) {
 	if seq%2 != 0 || seq != c.seq {
 		return
 	}
-	size := r.Size()
-	if size > c.maxBytes/16 {
-		return
+	if size := r.Size(); c.recs.Fits(size) {
+		c.recs.Put(r.Clone(), size)
 	}
-	c.remove(r.ID)
-	for k := range c.m { // evict at random until r fits
-		if len(c.m) < c.max && c.bytes+size <= c.maxBytes {
-			break
-		}
-		c.remove(k)
-	}
-	c.m[r.ID] = r.Clone()
-	c.bytes += size
-}
-
-// remove forgets the record with the id; c.mu is held.
-func (c *cache) remove(id string) {
-	if r, ok := c.m[id]; ok {
-		c.bytes -= r.Size()
-		delete(c.m, id)
-	}
-}
-
-// clearLocked forgets every record; c.mu is held.
-func (c *cache) clearLocked() {
-	clear(c.m)
-	c.bytes = 0
 }
 
 // beginWrite opens a write window.
@@ -146,7 +117,7 @@ func (c *cache) drop(id string) {
 		return
 	}
 	c.mu.Lock()
-	c.remove(id)
+	c.recs.Remove(id)
 	c.mu.Unlock()
 }
 
@@ -156,7 +127,7 @@ func (c *cache) dropAll() {
 		return
 	}
 	c.mu.Lock()
-	c.clearLocked()
+	c.recs.Clear()
 	c.mu.Unlock()
 }
 
@@ -181,7 +152,7 @@ func (c *cache) checked(t time.Time, foreign bool) (used bool) {
 	defer c.mu.Unlock()
 	used, c.gets = c.gets > 0, 0
 	if foreign {
-		c.clearLocked()
+		c.recs.Clear()
 		c.seq += 2 // fills from reads that began before the check fail
 	}
 	if t.After(c.checkedAt) {

@@ -81,7 +81,7 @@ func TestCache_Hits(t *testing.T) {
 	get("b")
 	get("c")
 	s.cache.mu.Lock()
-	n := len(s.cache.m)
+	n := s.cache.recs.Len()
 	s.cache.mu.Unlock()
 	if n > 2 {
 		t.Errorf("cache holds %d tasks, want at most CacheSize 2", n)
@@ -100,7 +100,7 @@ func TestCache_Bytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	task := func(id string, argBytes int) *task.Record {
+	withArgs := func(id string, argBytes int) *task.Record {
 		r := newTask(id)
 		r.Args = json.RawMessage(`{"label":"` + strings.Repeat("x", argBytes) + `"}`)
 		return r
@@ -108,7 +108,7 @@ func TestCache_Bytes(t *testing.T) {
 	const small = 1 << 10 // 64 of them would need about 96 KiB with the overhead
 	for i := range 64 {
 		id := fmt.Sprintf("s%02d", i)
-		if err := s.Create(ctx, task(id, small)); err != nil {
+		if err := s.Create(ctx, withArgs(id, small)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Get(ctx, id); err != nil {
@@ -116,16 +116,14 @@ func TestCache_Bytes(t *testing.T) {
 		}
 		s.cache.mu.Lock()
 		var sum int64
-		for _, r := range s.cache.m {
-			sum += r.Size()
-		}
-		n, counted := len(s.cache.m), s.cache.bytes
+		s.cache.recs.Each(func(r *task.Record) { sum += r.Size() })
+		n, counted := s.cache.recs.Len(), s.cache.recs.Bytes()
 		s.cache.mu.Unlock()
 		if counted != sum || counted > budget {
 			t.Fatalf("after %d reads: %d tasks, counted %d bytes, they hold %d; want equal and at most %d", i+1, n, counted, sum, budget)
 		}
 	}
-	if err := s.Create(ctx, task("big", budget/16)); err != nil {
+	if err := s.Create(ctx, withArgs("big", budget/16)); err != nil {
 		t.Fatal(err)
 	}
 	before := s.cache.hitCount()

@@ -1,5 +1,6 @@
 // Package sqlstore holds what the SQL store backends share: the encoding of
-// JSON maps in a column and embedded numbered migrations.
+// JSON maps in a column, embedded numbered migrations and the bounded map
+// of their read caches.
 package sqlstore
 
 import (
