@@ -59,6 +59,10 @@ func (r *Run) Args() json.RawMessage { return r.rec.Args }
 // ClientCapabilities returns the originating request's client capabilities.
 func (r *Run) ClientCapabilities() json.RawMessage { return r.rec.ClientCapabilities }
 
+// Meta returns what the task kept of the originating request's _meta
+// ([task.Record.Meta]): a JSON object, or nil.
+func (r *Run) Meta() json.RawMessage { return r.rec.Meta }
+
 // Principal returns who created the task.
 func (r *Run) Principal() string { return r.rec.Principal }
 

@@ -22,6 +22,9 @@ type CreateParams struct {
 	Principal string
 	// ClientCapabilities is the originating request's client capabilities.
 	ClientCapabilities json.RawMessage
+	// Meta is what the task keeps of the request's _meta
+	// ([task.Record.Meta]): a JSON object, or nil.
+	Meta json.RawMessage
 	// TraceParent is the W3C traceparent of the span that creates the
 	// task, if the caller traces; the span of each run is its child.
 	TraceParent string
@@ -77,6 +80,7 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		Tool:               p.Tool,
 		Args:               p.Args,
 		ClientCapabilities: p.ClientCapabilities,
+		Meta:               p.Meta,
 		TraceParent:        p.TraceParent,
 		IdempotencyKey:     p.IdempotencyKey,
 		Status:             task.Working,

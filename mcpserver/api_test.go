@@ -104,6 +104,13 @@ func apiTools(cancelled chan<- error) func(*mcpserver.Server) error {
 			}); err != nil {
 			return err
 		}
+		if err := mcpserver.AddTool(s, &mcp.Tool{Name: "echo_meta"}, mcpserver.ToolOptions{},
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				b, err := json.Marshal(req.Params.Meta)
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, err
+			}); err != nil {
+			return err
+		}
 		return mcpserver.AddTool(s, &mcp.Tool{Name: "wait_cancel"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				_ = mcpserver.SetStatus(ctx, "waiting")
@@ -234,6 +241,94 @@ func TestAddTool_NoArguments(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTaskMeta: a task's handler finds the _meta of the request that
+// created it in its request, on both routes and in both eras, as an inline
+// handler does: the members the client sent (clientInfo, its own keys),
+// the protocol version and the client capabilities, but not the progress
+// token, which a task's run cannot use. A _meta too large to keep is
+// refused with -32602 naming it.
+func TestTaskMeta(t *testing.T) {
+	const extra = `"com.example/tenant":"acme <&>","progressToken":"p1"`
+	meta := strings.TrimSuffix(expandMeta("$META"), "}") + "," + extra + "}"
+	type got struct {
+		Tenant   string          `json:"com.example/tenant"`
+		Progress json.RawMessage `json:"progressToken"`
+		Version  string          `json:"io.modelcontextprotocol/protocolVersion"`
+		Info     json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+		Caps     json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	}
+	check := func(t *testing.T, text, version string, info bool) {
+		t.Helper()
+		var g got
+		if err := json.Unmarshal([]byte(text), &g); err != nil {
+			t.Fatalf("the handler's _meta: %v: %s", err, text)
+		}
+		if g.Tenant != "acme <&>" || g.Progress != nil || g.Version != version || (g.Info != nil) != info || g.Caps == nil {
+			t.Errorf("the handler's _meta = %s; want the tenant, version %s, the capabilities, clientInfo %v, no progressToken", text, version, info)
+		}
+	}
+	resultText := func(t *testing.T, result json.RawMessage) string {
+		t.Helper()
+		var r struct {
+			Result struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(result, &r); err != nil {
+			t.Fatalf("result: %v: %s", err, result)
+		}
+		if len(r.Result.Content) == 1 {
+			return r.Result.Content[0].Text
+		}
+		if len(r.Content) == 1 {
+			return r.Content[0].Text
+		}
+		t.Fatalf("result without one text: %s", result)
+		return ""
+	}
+	for _, route := range routes {
+		t.Run(route.name, func(t *testing.T) {
+			c := startServer(t, serverConfig{register: apiTools(nil), noFastPath: route.noFastPath})
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":` + meta + `,"name":"echo_meta"}}`
+			rep := c.rpc(t, "", "tools/call", "echo_meta", body).reply(t)
+			var v taskView
+			if json.Unmarshal(rep.Result, &v) != nil || v.TaskID == "" {
+				t.Fatalf("tools/call: %s", rep.raw)
+			}
+			check(t, resultText(t, c.waitStatus(t, "", v.TaskID, "completed", nil)), "2026-07-28", true)
+
+			big := strings.TrimSuffix(expandMeta("$META"), "}") + `,"com.example/blob":"` + strings.Repeat("x", mcpserver.MaxTaskMetaBytes) + `"}`
+			body = `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":` + big + `,"name":"echo_meta"}}`
+			if rep := c.rpc(t, "", "tools/call", "echo_meta", body).reply(t); rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "params._meta") {
+				t.Errorf("a _meta over MaxTaskMetaBytes: %s, want -32602 naming params._meta", rep.raw)
+			}
+		})
+	}
+	t.Run("2025-11-25", func(t *testing.T) {
+		c := startServer(t, serverConfig{register: apiTools(nil), tokens: mcpserver.Tokens{"a-token": "alice"}})
+		s := initialize(t, c, "a-token")
+		rep := s.call("tools/call", `{"_meta":{`+extra+`},"name":"echo_meta","task":{}}`)
+		var cr struct {
+			Task struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		}
+		if rep.Error != nil || json.Unmarshal(rep.Result, &cr) != nil || cr.Task.TaskID == "" {
+			t.Fatalf("tools/call: %s", rep.raw)
+		}
+		rep = s.call("tasks/result", `{"taskId":"`+cr.Task.TaskID+`"}`)
+		if rep.Error != nil {
+			t.Fatalf("tasks/result: %s", rep.raw)
+		}
+		check(t, resultText(t, rep.Result), "2025-11-25", false)
+	})
 }
 
 // mrtrRound is what the tests read of an input_required result.

@@ -116,7 +116,12 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		}
 		args = a
 	}
-	return s.createTask(ctx, t, args, caps, key, s.opts.Principal(req.GetExtra()), requestHeader(req), meta)
+	raw, err := json.Marshal(map[string]any(meta)) // decoded from JSON: it encodes
+	if err != nil {
+		return nil, internalError("params._meta: %v", err)
+	}
+	return s.createTask(ctx, t, &taskRequest{args: args, caps: caps, meta: raw, key: key,
+		principal: s.opts.Principal(req.GetExtra()), header: requestHeader(req), trace: meta})
 }
 
 // admit is the one gate of a tools/call of t, for both routes: capability
@@ -173,11 +178,22 @@ func checkRound(version string, caps json.RawMessage, what string, res mcp.Resul
 	return res, nil
 }
 
+// taskRequest is what a create takes from its tools/call, whichever route
+// read it.
+type taskRequest struct {
+	args, caps json.RawMessage
+	meta       json.RawMessage // params._meta, whole (nil if none); see taskMeta
+	key        string          // the idempotency key, if any
+	principal  string
+	header     http.Header
+	trace      propagation.TextMapCarrier // the trace context in _meta, if any
+}
+
 // createTask creates a task of tool t and returns its CreateTaskResult;
 // with an idempotency key that the principal's live task holds, that
 // task's (see idempotency.go).
-func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*CreateTaskResult, error) {
-	r, err := s.createTaskRecord(ctx, t, args, caps, key, principal, h, meta)
+func (s *Server) createTask(ctx context.Context, t *toolEntry, tr *taskRequest) (*CreateTaskResult, error) {
+	r, err := s.createTaskRecord(ctx, t, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -186,17 +202,21 @@ func (s *Server) createTask(ctx context.Context, t *toolEntry, args, caps json.R
 
 // createTaskRecord creates a task of tool t as createTask does, and
 // returns it. With tracing, it does so in a server span whose parent is
-// the trace context of the request's headers h or params._meta, and the
+// the trace context of the request's headers or params._meta, and the
 // task keeps that span's traceparent.
-func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, args, caps json.RawMessage, key, principal string, h http.Header, meta propagation.TextMapCarrier) (*task.Record, error) {
-	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, h, meta)
+func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, tr *taskRequest) (*task.Record, error) {
+	meta, err := taskMeta(tr.meta)
+	if err != nil {
+		return nil, err
+	}
+	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, tr.header, tr.trace)
 	defer span.End()
 	r, err := s.eng.Load().Create(ctx, engine.CreateParams{
-		Tool: t.tool.Name, Args: args, ClientCapabilities: caps, Principal: principal,
-		TraceParent: s.traceParent(ctx), IdempotencyKey: key,
+		Tool: t.tool.Name, Args: tr.args, ClientCapabilities: tr.caps, Meta: meta, Principal: tr.principal,
+		TraceParent: s.traceParent(ctx), IdempotencyKey: tr.key,
 	})
 	if err != nil {
-		je := createError(err, key)
+		je := createError(err, tr.key)
 		level := slog.LevelError
 		if ctx.Err() != nil || je.Code == codeInvalidParams {
 			level = slog.LevelDebug // the client went away before the write, or sent a bad key

@@ -75,7 +75,8 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		writeRPCError(w, m.ID, err)
 		return true
 	}
-	res, err := s.createTask(r.Context(), t, args, caps, key, s.httpPrincipal(r), r.Header, m.Params.Meta)
+	res, err := s.createTask(r.Context(), t, &taskRequest{args: args, caps: caps, meta: m.Params.Meta.raw, key: key,
+		principal: s.httpPrincipal(r), header: r.Header, trace: m.Params.Meta})
 	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true

@@ -289,6 +289,7 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 		Task      json.RawMessage `json:"task"`
+		Meta      json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(lr.msg.Params, &p) != nil {
 		return false // go-sdk reports the bad params
@@ -331,7 +332,8 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		}
 		args = a
 	}
-	rec, err := s.createTaskRecord(ctx, t, args, lr.session.Capabilities, "", lr.principal, lr.r.Header, nil)
+	rec, err := s.createTaskRecord(ctx, t, &taskRequest{args: args, caps: lr.session.Capabilities, meta: p.Meta,
+		principal: lr.principal, header: lr.r.Header})
 	if err != nil {
 		writeJSON(lr.w, http.StatusOK, lr.msg.ID, "error", err)
 		return true

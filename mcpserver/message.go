@@ -44,6 +44,18 @@ type requestMeta struct {
 	TraceState  json.RawMessage `json:"tracestate"`
 	// The idempotency key of a tools/call (task.MetaIdempotencyKey).
 	IdempotencyKey json.RawMessage `json:"io.github.mcptasks/idempotencyKey"`
+
+	raw json.RawMessage // the whole of _meta, of which a task keeps part (taskMeta)
+}
+
+// UnmarshalJSON decodes the fields of m from b and keeps b whole.
+func (m *requestMeta) UnmarshalJSON(b []byte) error {
+	type fields requestMeta // without this method
+	if err := decodeJSON(b, (*fields)(m)); err != nil {
+		return err
+	}
+	m.raw = b
+	return nil
 }
 
 // envelope is the top level of a JSON-RPC message but its params.

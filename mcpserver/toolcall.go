@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/task"
@@ -133,7 +135,11 @@ func (s *Server) taskCall(t *toolEntry, r *engine.Run) *Call {
 	if !DeclaresTasks(task.ProtocolVersion, r.ClientCapabilities()) {
 		version = task.LegacyProtocolVersion // only 2025-11-25 tasks do not declare the extension
 	}
-	meta := mcp.Meta{mcp.MetaKeyProtocolVersion: version}
+	meta := mcp.Meta{}
+	if kept := r.Meta(); kept != nil {
+		_ = json.Unmarshal(kept, &meta) // an object, checked by taskMeta
+	}
+	meta[mcp.MetaKeyProtocolVersion] = version
 	var caps any
 	if json.Unmarshal(r.ClientCapabilities(), &caps) == nil && caps != nil {
 		meta[metaClientCapabilities] = caps
@@ -144,6 +150,85 @@ func (s *Server) taskCall(t *toolEntry, r *engine.Run) *Call {
 	}
 	return &Call{s: s, tool: t, req: req, run: r, principal: r.Principal(), caps: r.ClientCapabilities(), now: time.Now}
 }
+
+// MaxTaskMetaBytes bounds what a task keeps of its request's _meta (see
+// taskMeta): past it, the create is refused with -32602.
+const MaxTaskMetaBytes = 64 << 10
+
+// taskMeta returns what a task keeps of a tools/call's params._meta, raw:
+// the members that a handler of the task's runs finds in its request's
+// _meta again, as it would in an inline call. Left out are the protocol
+// version and the client capabilities, which every run is given anew (the
+// task keeps the capabilities apart), and the progress token, since a run
+// has nobody to report progress to. The members kept are copied byte for
+// byte, in their order, into a new buffer (raw may point into a request
+// body). It returns nil if nothing is kept, and a -32602 error if raw is
+// not an object or what is kept is over MaxTaskMetaBytes.
+func taskMeta(raw json.RawMessage) (json.RawMessage, error) {
+	if raw == nil || string(raw) == "null" {
+		return nil, nil
+	}
+	var tok segjson.Tokenizer // a scan, not a decode: a create pays for it
+	tok.Reset(raw)
+	if !tok.Next() || tok.Delim != '{' {
+		return nil, invalidParams("params._meta must be an object")
+	}
+	kept := make([]byte, 0, len(raw))
+	for tok.Next() && tok.Depth > 0 { // the object's closing brace is at depth 0
+		if !tok.IsKey {
+			continue // a comma
+		}
+		key := tok.Value
+		if !tok.Next() || tok.Delim != ':' || !tok.Next() || (tok.Delim != 0 && tok.Delim != '{' && tok.Delim != '[') {
+			return nil, invalidParams("params._meta is not valid JSON")
+		}
+		start := len(raw) - tok.Remaining() - len(tok.Value)
+		if d := tok.Depth; tok.Delim == '{' || tok.Delim == '[' {
+			for tok.Next() && (tok.Depth != d || (tok.Delim != '}' && tok.Delim != ']')) {
+			}
+		}
+		if tok.Err != nil || droppedMetaKey(key) {
+			continue
+		}
+		if len(kept) == 0 {
+			kept = append(kept, '{')
+		} else {
+			kept = append(kept, ',')
+		}
+		kept = append(append(append(kept, key...), ':'), raw[start:len(raw)-tok.Remaining()]...)
+	}
+	if tok.Err != nil {
+		return nil, invalidParams("params._meta: %v", tok.Err)
+	}
+	if len(kept) == 0 {
+		return nil, nil
+	}
+	if len(kept)+1 > MaxTaskMetaBytes {
+		return nil, invalidParams("params._meta holds %d bytes besides the protocol version and client capabilities; a task keeps at most %d (MaxTaskMetaBytes): send large values in the arguments", len(kept)+1, MaxTaskMetaBytes)
+	}
+	return append(kept, '}'), nil
+}
+
+// droppedMetaKey reports whether the _meta member of the quoted key is one
+// that a task does not keep (see taskMeta).
+func droppedMetaKey(quoted []byte) bool {
+	k := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(k, '\\') >= 0 {
+		var s string
+		if decodeJSON(quoted, &s) != nil {
+			return false
+		}
+		k = []byte(s)
+	}
+	switch string(k) {
+	case mcp.MetaKeyProtocolVersion, metaClientCapabilities, metaProgressToken:
+		return true
+	}
+	return false
+}
+
+// metaProgressToken is the _meta key of a request's progress token.
+const metaProgressToken = "progressToken"
 
 // round returns what ends an inline call instead of the handler's own
 // result: an MRTR round asking the questions that found no answer, or the

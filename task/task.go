@@ -37,6 +37,12 @@ type Record struct {
 	// ClientCapabilities is the JSON of the originating request's client
 	// capabilities; input requests are limited to what it declares.
 	ClientCapabilities json.RawMessage
+	// Meta is the JSON object of the originating request's _meta, but for
+	// the protocol version and the client capabilities, which each run is
+	// given anew, and the progress token, which a run has no way to use;
+	// nil if nothing else was sent. A run's request carries it again, so
+	// that a handler reads in a task what it reads in an inline call.
+	Meta json.RawMessage
 	// TraceParent is the W3C traceparent of the span that created the
 	// task, so that the span of the worker that runs it, in any process
 	// and after a crash, continues the same trace. Empty when tracing was
@@ -141,7 +147,7 @@ const historyEventOverhead = 128
 // fixed overhead. Caches and in-flight budgets count records with it.
 func (r *Record) Size() int64 {
 	n := recordOverhead + len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Args) +
-		len(r.ClientCapabilities) + len(r.TraceParent) + len(r.IdempotencyKey) + len(r.StatusMessage) +
+		len(r.ClientCapabilities) + len(r.Meta) + len(r.TraceParent) + len(r.IdempotencyKey) + len(r.StatusMessage) +
 		len(r.Result) + len(r.LeaseOwner)
 	for _, m := range []map[string]json.RawMessage{r.InputRequests, r.Answers, r.Steps} {
 		for k, v := range m {
@@ -165,6 +171,7 @@ func (r *Record) Clone() *Record {
 	c := *r
 	c.Args = cloneRaw(r.Args)
 	c.ClientCapabilities = cloneRaw(r.ClientCapabilities)
+	c.Meta = cloneRaw(r.Meta)
 	c.Result = cloneRaw(r.Result)
 	c.InputRequests = cloneMap(r.InputRequests)
 	c.Answers = cloneMap(r.Answers)

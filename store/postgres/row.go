@@ -16,7 +16,7 @@ import (
 const columns = `id, principal, tool, args, client_capabilities, status, status_message,
 	created_at, updated_at, ttl_ms, poll_interval_ms, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
-	trace_parent, losses, idempotency_key, history, steps`
+	trace_parent, losses, idempotency_key, history, steps, meta`
 
 const (
 	selectSQL = `SELECT ` + columns + ` FROM mcptasks_tasks`
@@ -30,14 +30,14 @@ const (
 	// insertRowSQL inserts a task unless its id, or its principal and
 	// idempotency key, exist. The values are those of insertValues.
 	insertRowSQL = `INSERT INTO mcptasks_tasks (` + columns + `, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)
 		ON CONFLICT DO NOTHING`
 
 	// insertSQL is insertRowSQL that, if the task was new, notifies its
 	// creation in the same statement; it returns the number of rows
 	// inserted. The values are those of insertValues, then the channel.
 	insertSQL = `WITH ins AS (` + insertRowSQL + ` RETURNING id)
-	SELECT count(*) FROM ins, pg_notify($26, 'created:' || ins.id)`
+	SELECT count(*) FROM ins, pg_notify($27, 'created:' || ins.id)`
 
 	// updateSQL writes back the columns that the state machine changes;
 	// the others (trace_parent among them) are fixed at creation. attempt
@@ -70,7 +70,7 @@ func insertValues(r *task.Record) ([]any, error) {
 		timeValue(r.CreatedAt), timeValue(r.UpdatedAt), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
 		inputRequests, answers, sqlstore.RawValue(r.Result), rpcErr,
 		r.CancelRequested, r.Attempt, r.LeaseOwner, timeValue(r.LeaseExpiresAt),
-		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, steps, expiresAt,
+		r.TraceParent, r.Losses, nullString(r.IdempotencyKey), history, steps, sqlstore.RawValue(r.Meta), expiresAt,
 	}, nil
 }
 
@@ -125,23 +125,25 @@ func update(ctx context.Context, tx pgx.Tx, r *task.Record) error {
 // columns into extra.
 func scanRecord(row pgx.Row, extra ...any) (*task.Record, error) {
 	var (
-		r                                  task.Record
-		status                             string
-		created, updated                   time.Time
-		ttl, poll                          int64
-		args, caps, inputRequests, answers []byte
-		result, rpcErr, history, steps     []byte
-		leaseExpiresAt                     *time.Time
-		key                                *string
+		r                               task.Record
+		status                          string
+		created, updated                time.Time
+		ttl, poll                       int64
+		args, caps, meta, inputRequests []byte
+		answers                         []byte
+		result, rpcErr, history, steps  []byte
+		leaseExpiresAt                  *time.Time
+		key                             *string
 	)
 	dest := []any{&r.ID, &r.Principal, &r.Tool, &args, &caps, &status, &r.StatusMessage,
 		&created, &updated, &ttl, &poll, &inputRequests, &answers,
 		&result, &rpcErr, &r.CancelRequested, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
-		&r.TraceParent, &r.Losses, &key, &history, &steps}
+		&r.TraceParent, &r.Losses, &key, &history, &steps, &meta}
 	if err := row.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	r.Args, r.ClientCapabilities, r.Result = sqlstore.RawFrom(args), sqlstore.RawFrom(caps), sqlstore.RawFrom(result)
+	r.Meta = sqlstore.RawFrom(meta)
 	r.Status = task.Status(status)
 	r.CreatedAt, r.UpdatedAt = created.UTC(), updated.UTC()
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond

@@ -19,7 +19,7 @@ import (
 // changed. expires_at is computed by SQLite.
 const (
 	identityColumns = `id, principal, tool, args, client_capabilities, created_at,
-	ttl_ms, poll_interval_ms, trace_parent, idempotency_key`
+	ttl_ms, poll_interval_ms, trace_parent, idempotency_key, meta`
 	stateColumns = `status, status_message, updated_at, input_requests, answers,
 	result, error, cancel_requested, attempt, lease_owner, lease_expires_at,
 	losses, history, steps`
@@ -29,7 +29,7 @@ const (
 // identityMarks and stateMarks are the placeholders of identityColumns and
 // stateColumns.
 const (
-	identityMarks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
+	identityMarks = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 	stateMarks    = `?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`
 )
 
@@ -55,10 +55,10 @@ const (
 // recordValues returns the column values of r: those of identityColumns,
 // then those of stateColumns.
 func recordValues(r *task.Record) ([]any, error) {
-	return appendStateValues(append(make([]any, 0, 24),
+	return appendStateValues(append(make([]any, 0, 25),
 		r.ID, r.Principal, r.Tool, sqlstore.RawValue(r.Args), sqlstore.RawValue(r.ClientCapabilities),
 		r.CreatedAt.UnixMilli(), r.TTL.Milliseconds(), r.PollInterval.Milliseconds(),
-		r.TraceParent, nullString(r.IdempotencyKey),
+		r.TraceParent, nullString(r.IdempotencyKey), sqlstore.RawValue(r.Meta),
 	), r)
 }
 
@@ -103,17 +103,18 @@ type scanner interface {
 // scanRecord reads a record from a row of columns.
 func scanRecord(sc scanner) (*task.Record, error) {
 	var (
-		r                                  task.Record
-		status                             string
-		created, updated, ttl, poll        int64
-		args, caps, inputRequests, answers []byte
-		result, rpcErr, history, steps     []byte
-		cancel                             bool
-		leaseExpiresAt                     sql.NullInt64
-		key                                sql.NullString
+		r                               task.Record
+		status                          string
+		created, updated, ttl, poll     int64
+		args, caps, meta, inputRequests []byte
+		answers                         []byte
+		result, rpcErr, history, steps  []byte
+		cancel                          bool
+		leaseExpiresAt                  sql.NullInt64
+		key                             sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.Principal, &r.Tool, &args, &caps, &created,
-		&ttl, &poll, &r.TraceParent, &key,
+		&ttl, &poll, &r.TraceParent, &key, &meta,
 		&status, &r.StatusMessage, &updated, &inputRequests, &answers,
 		&result, &rpcErr, &cancel, &r.Attempt, &r.LeaseOwner, &leaseExpiresAt,
 		&r.Losses, &history, &steps)
@@ -121,6 +122,7 @@ func scanRecord(sc scanner) (*task.Record, error) {
 		return nil, err
 	}
 	r.Args, r.ClientCapabilities, r.Result = sqlstore.RawFrom(args), sqlstore.RawFrom(caps), sqlstore.RawFrom(result)
+	r.Meta = sqlstore.RawFrom(meta)
 	r.Status = task.Status(status)
 	r.CreatedAt, r.UpdatedAt = timeFrom(created), timeFrom(updated)
 	r.TTL, r.PollInterval = time.Duration(ttl)*time.Millisecond, time.Duration(poll)*time.Millisecond

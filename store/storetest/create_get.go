@@ -114,6 +114,7 @@ func testRoundTrip(t *testing.T, f factory) {
 					Tool:               "render/video",
 					Args:               json.RawMessage(`{"frames": [1, 2, 3], "name":"caf\u00e9 <b>&</b>"}`),
 					ClientCapabilities: json.RawMessage(`{"elicitation":{"form":{}},"sampling":{}}`),
+					Meta:               json.RawMessage(`{"io.modelcontextprotocol/clientInfo": {"name":"t","version":"1"}, "com.example/tenant":"caf\u00e9 <&>"}`),
 					TraceParent:        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
 					IdempotencyKey:     "7c0b5e9e-3f2a-4d1b-9c8e-2a6f1d3b4c5e",
 					Status:             task.InputRequired,

@@ -350,6 +350,7 @@ func diffRecords(got, want *task.Record) []string {
 	str("Tool", got.Tool, want.Tool)
 	raw("Args", got.Args, want.Args)
 	raw("ClientCapabilities", got.ClientCapabilities, want.ClientCapabilities)
+	raw("Meta", got.Meta, want.Meta)
 	str("TraceParent", got.TraceParent, want.TraceParent)
 	str("IdempotencyKey", got.IdempotencyKey, want.IdempotencyKey)
 	str("Status", string(got.Status), string(want.Status))
