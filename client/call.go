@@ -237,16 +237,18 @@ func (c *Client) roundTrip(ctx context.Context, k *call, tool string, h InputHan
 }
 
 // doKeyed is do, and for a request that carries an idempotency key, sends
-// it again while its outcome is unknown (see unknownOutcome) and the server
+// it again once its outcome is unknown (see unknownOutcome) and the server
 // honours keys, up to Options.CreateRetries times, after a pause that
-// doubles each time.
+// doubles each time. A retry that cannot reach the server (a refused
+// connection while it restarts) leaves the first outcome unknown: the
+// retries go on.
 func (c *Client) doKeyed(ctx context.Context, k *call) (json.RawMessage, error) {
 	raw, err := c.do(ctx, k)
-	if !k.keyed {
+	if !k.keyed || err == nil || !unknownOutcome(err) {
 		return raw, err
 	}
 	delay := createRetryDelay
-	for try := 1; err != nil && try <= c.opts.CreateRetries && unknownOutcome(err); try++ {
+	for try := 1; err != nil && try <= c.opts.CreateRetries && transient(err); try++ {
 		honours, derr := c.honoursKeys(ctx)
 		if derr == nil && !honours {
 			return raw, err

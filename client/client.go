@@ -104,12 +104,15 @@ type Options struct {
 	// (DefaultCreateRetries if zero, none if negative). The pauses
 	// between tries double from 250 ms, up to 4 s.
 	CreateRetries int
-	// RequestTimeout, if set, bounds each 2026-07-28 request from its
-	// sending to the end of its reply, and the wait for the
-	// acknowledgement of a subscriptions/listen (whose stream then stays
-	// open as long as the wait). A poll that times out is retried like
-	// any transient failure. Prefer it to HTTPClient.Timeout, which would
-	// cut subscriptions short.
+	// RequestTimeout, if set, bounds each request from its sending to the
+	// end of its reply, and the wait for the acknowledgement of a
+	// subscriptions/listen (whose stream then stays open as long as the
+	// wait). A poll that times out is retried like any transient failure.
+	// It does not bound a tools/call, which may run its tool inline for as
+	// long as the tool takes (and which, timed out, would be sent again),
+	// nor a 2025-11-25 tasks/result, which waits for the task's end: ctx
+	// bounds those. Prefer it to HTTPClient.Timeout, which would cut
+	// subscriptions short.
 	RequestTimeout time.Duration
 	// ListenBackstop is how often a wait that receives notifications/tasks
 	// still reads its tasks with tasks/get, in case a notification was

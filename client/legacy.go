@@ -212,7 +212,9 @@ func (l *legacy) do(ctx context.Context, c *Client, k *call, onRequest func(*mes
 		if err != nil {
 			return nil, err
 		}
-		res, _, err := c.exchange(ctx, k.method, id, body, l.headers(), onRequest)
+		rctx, cancel := c.requestContext(ctx, k.method)
+		res, _, err := c.exchange(rctx, k.method, id, body, l.headers(), onRequest)
+		cancel()
 		if !retried && isStatus(err, http.StatusNotFound) {
 			c.log.Debug("session not found; initializing again", "method", k.method)
 			if ierr := l.initialize(ctx, c); ierr != nil {

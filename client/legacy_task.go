@@ -63,12 +63,13 @@ func (t *Task) resultCall() *call {
 	return k
 }
 
-// legacyOutcome sets st from what tasks/result returned: res, or the
-// JSON-RPC error err. Other errors are returned.
+// legacyOutcome sets st from what tasks/result returned: res, or, for a
+// failed task, the JSON-RPC error err. Other errors, and any error for a
+// task that completed, are returned: the poll failed, not the task.
 func (t *Task) legacyOutcome(st *TaskStatus, res json.RawMessage, err error) error {
 	var re *Error
 	switch {
-	case errors.As(err, &re):
+	case st.Status == task.Failed && errors.As(err, &re):
 		st.Status = task.Failed
 		st.Error = &Error{Code: re.Code, Message: re.Message, Data: re.Data}
 		return nil

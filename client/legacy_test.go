@@ -1,10 +1,14 @@
 package client_test
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -178,5 +182,49 @@ func TestLegacyFindsOut(t *testing.T) {
 	}
 	if n := len(rec.requests("initialize")); n != 1 {
 		t.Errorf("%d initialize requests, want 1", n)
+	}
+}
+
+// TestLegacyFlakyServer: against a 2025-11-25 server that stops answering,
+// RequestTimeout bounds a tasks/get as it does in 2026-07-28; and an error
+// of tasks/result for a task that tasks/get says completed is a failed
+// poll, not the task's failure.
+func TestLegacyFlakyServer(t *testing.T) {
+	t.Parallel()
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				TaskID string `json:"taskId"`
+			} `json:"params"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		reply := func(member string) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,` + member + `}`))
+		}
+		switch {
+		case m.Method == "initialize":
+			w.Header().Set("Mcp-Session-Id", "s1")
+			reply(`"result":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"x","version":"0"}}`)
+		case m.Method == "tasks/get" && m.Params.TaskID == "silent":
+			<-r.Context().Done() // the server stops answering
+		case m.Method == "tasks/get":
+			reply(`"result":{"taskId":"done","status":"completed","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:01Z","ttl":60000}`)
+		case m.Method == "tasks/result":
+			reply(`"error":{"code":-32603,"message":"try again"}`)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(hs.Close)
+	c := client.New(hs.URL, legacyOptions(client.Options{RequestTimeout: 50 * time.Millisecond}))
+	ctx := testContext(t)
+	if _, err := c.Task("silent").Get(ctx); !errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
+		t.Errorf("tasks/get of a server that stops answering: %v (test ctx: %v); want RequestTimeout's deadline", err, ctx.Err())
+	}
+	if st, err := c.Task("done").Get(testContext(t)); !errors.Is(err, client.ErrInternal) {
+		t.Errorf("a completed task whose tasks/result fails: %+v, %v; want the poll's error", st, err)
 	}
 }

@@ -115,13 +115,22 @@ func (c *Client) send(ctx context.Context, k *call) (json.RawMessage, error) {
 	for name, v := range k.extra {
 		h.Set(name, v)
 	}
-	if c.opts.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.RequestTimeout)
-		defer cancel()
-	}
+	ctx, cancel := c.requestContext(ctx, k.method)
+	defer cancel()
 	res, _, err := c.exchange(ctx, k.method, id, body, h, nil)
 	return res, err
+}
+
+// requestContext returns the context of one request of method: ctx bounded
+// by Options.RequestTimeout, but for the requests that last as long as the
+// server's work: a tools/call, which may run its tool inline (and which a
+// timeout would send again, running the tool again), and a 2025-11-25
+// tasks/result, which waits for the task's end.
+func (c *Client) requestContext(ctx context.Context, method string) (context.Context, context.CancelFunc) {
+	if c.opts.RequestTimeout <= 0 || method == "tools/call" || method == "tasks/result" {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.RequestTimeout)
 }
 
 // exchange POSTs the request body with id and the headers h (to which it

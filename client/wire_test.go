@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mcptasks/mcptasks/client"
 	"github.com/mcptasks/mcptasks/task"
@@ -361,6 +364,10 @@ func TestCallTool_Retry(t *testing.T) {
 		{"InternalErrorNotHonoured", "-32603", false, 1, false},
 		{"CutNotHonoured", "cut", false, 1, false},
 		{"InvalidParams", "-32602", true, 1, false},
+		// The first two tries that reach the server are cut; the one
+		// between them finds the server restarting (refused), which
+		// leaves the outcome unknown: the retries go on.
+		{"CutThenRefused", "cut,dial", true, 3, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -384,7 +391,7 @@ func TestCallTool_Retry(t *testing.T) {
 						writeJSON(w, 200, rpcErr(req["id"], code, "no", nil))
 					case "500":
 						http.Error(w, "upstream hiccup", http.StatusInternalServerError)
-					case "cut":
+					case "cut", "cut,dial":
 						conn, _, _ := http.NewResponseController(w).Hijack()
 						conn.Close()
 					}
@@ -392,7 +399,11 @@ func TestCallTool_Retry(t *testing.T) {
 				}
 				writeJSON(w, 200, result(req["id"], json.RawMessage(created)))
 			})
-			res, err := client.New(url, nil).CallTool(testContext(t), "x", nil)
+			var opts client.Options
+			if tt.fail == "cut,dial" {
+				opts.HTTPClient = &http.Client{Transport: &refuseSecond{}}
+			}
+			res, err := client.New(url, &opts).CallTool(testContext(t), "x", nil)
 			if got := res != nil && res.Task != nil && res.Task.ID == "T1"; got != tt.wantTask || (err == nil) != tt.wantTask {
 				t.Errorf("CallTool = %+v, %v; want a task: %v", res, err, tt.wantTask)
 			}
@@ -417,6 +428,43 @@ func TestCallTool_Retry(t *testing.T) {
 				t.Errorf("%d tools/call with idempotency keys %v; want %d, all with one key", sent, keys, tt.wantSent)
 			}
 		})
+	}
+}
+
+// refuseSecond is a transport on which the second tools/call finds no
+// server: its connection is refused, as while a server restarts.
+type refuseSecond struct{ calls atomic.Int32 }
+
+func (r *refuseSecond) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("Mcp-Method") == "tools/call" && r.calls.Add(1) == 2 {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestCallTool_NoRequestTimeout: RequestTimeout does not cut a tools/call,
+// which may run its tool inline for longer: cut, it would be sent again
+// with its key, and a synchronous tool would run again.
+func TestCallTool_NoRequestTimeout(t *testing.T) {
+	t.Parallel()
+	const timeout = 50 * time.Millisecond
+	var calls atomic.Int32
+	_, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
+		var method string
+		_ = json.Unmarshal(req["method"], &method)
+		switch method {
+		case "server/discover":
+			caps := map[string]any{"tools": map[string]any{}, "experimental": map[string]any{task.MetaIdempotencyKey: map[string]any{}}}
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "supportedVersions": []string{"2026-07-28"}, "capabilities": caps}))
+		case "tools/call":
+			calls.Add(1)
+			time.Sleep(4 * timeout) // an inline tool at work
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "content": []any{map[string]any{"type": "text", "text": "done"}}}))
+		}
+	})
+	res, err := client.New(url, &client.Options{RequestTimeout: timeout}).CallTool(testContext(t), "slow", nil)
+	if err != nil || res.Result == nil || calls.Load() != 1 {
+		t.Errorf("CallTool = %+v, %v after %d tools/call; want its result after one", res, err, calls.Load())
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcptasks/mcptasks/client"
 	"github.com/mcptasks/mcptasks/internal/term"
 )
 
@@ -44,5 +45,26 @@ func TestFormContent(t *testing.T) {
 				t.Errorf("formContent = %#v, %v; want %#v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestExplainTaskError: -32602 for a task id is explained as an unknown
+// task; a -32602 about the answers of a tasks/update keeps the server's
+// own words, which name the field to fix.
+func TestExplainTaskError(t *testing.T) {
+	t.Parallel()
+	const unknown = "is unknown to the server"
+	for _, tc := range []struct {
+		err     error
+		explain bool
+	}{
+		{&client.Error{Code: client.CodeInvalidParams, Message: "Invalid params: task not found"}, true},
+		{&client.Error{Code: client.CodeInvalidParams, Message: `params.inputResponses["age"]: type: want "integer"; the input is still waiting for a valid answer`}, false},
+		{&client.Error{Code: client.CodeInternalError, Message: "Internal error"}, false},
+	} {
+		got := explainTaskError("T1", tc.err).Error()
+		if strings.Contains(got, unknown) != tc.explain {
+			t.Errorf("explainTaskError(%v) = %q; explained as unknown: %v, want %v", tc.err, got, !tc.explain, tc.explain)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +18,8 @@ import (
 // requestTimeout bounds one request (a poll, an answer, a cancel), so that
 // a server that stops answering cannot hang a command; a poll that times
 // out is retried like any transient failure (client.Options.RequestTimeout).
+// A tools/call is not bounded: it may run its tool inline for as long as
+// the tool takes.
 const requestTimeout = 30 * time.Second
 
 // waitFunc is a wait of the client package: Client.CallAndWait bound to
@@ -158,8 +161,14 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // explainTaskError adds what an invalid-params error of a tasks/* request
-// means: the server does not know the task (for this principal).
+// means: the server does not know the task (for this principal). An error
+// about the answers of a tasks/update (naming params.inputResponses) is
+// the server's own explanation, and is left as it is.
 func explainTaskError(id string, err error) error {
+	var re *client.Error
+	if errors.As(err, &re) && strings.Contains(re.Message, "inputResponses") {
+		return err
+	}
 	if errors.Is(err, client.ErrInvalidParams) {
 		return fmt.Errorf("task %s is unknown to the server, expired, or another principal's (check --url and --token): %w", id, err)
 	}
