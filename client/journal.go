@@ -70,10 +70,13 @@ const journalVersion = 1
 // change rewrites the file atomically (a temporary file in the same
 // directory, fsync, rename, fsync of the directory), so a crash leaves
 // either the old or the new journal, never a torn one. The file is
-// re-read on every operation, so several Clients (and processes, one
-// change at a time) may share it; within a process it is safe for
-// concurrent use. A missing file is an empty journal. The directory is
-// created (0700) on the first write; the file is 0600.
+// re-read on every operation, so several Clients and processes may share
+// it: each change reads, changes and rewrites it holding an exclusive
+// flock(2) of path+".lock", so that changes made at once by two processes
+// are both kept (where flock is missing, processes must take turns).
+// Within a process it is safe for concurrent use. A missing file is an
+// empty journal. The directory is created (0700) on the first write; the
+// file and its lock file are 0600.
 func FileJournal(path string) Journal {
 	return &fileJournal{path: path}
 }
@@ -159,6 +162,14 @@ func (j *fileJournal) change(ctx context.Context, f func(map[journalKey]Entry) b
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(j.path), 0o700); err != nil {
+		return err
+	}
+	unlock, err := lockFile(j.path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	m, err := j.read()
 	if err != nil {
 		return err

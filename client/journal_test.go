@@ -90,6 +90,34 @@ func TestFileJournal(t *testing.T) {
 	}
 }
 
+// TestFileJournalShared: two FileJournals of one file, changing it at
+// once, keep every entry both saved. They stand for two processes (two
+// "mcptasks call" at once): each has its own mutex, and flock(2) locks an
+// open file, not a process, so they contend as two processes would.
+func TestFileJournalShared(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "journal.json")
+	ctx := context.Background()
+	const each = 40
+	var wg sync.WaitGroup
+	for w := range 2 {
+		j := client.FileJournal(path)
+		wg.Go(func() {
+			for i := range each {
+				e := entry(i)
+				e.TaskID = fmt.Sprintf("w%d-%02d", w, i)
+				if err := j.Save(ctx, e); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if all, err := client.FileJournal(path).List(ctx); err != nil || len(all) != 2*each {
+		t.Errorf("the journal holds %d entries (%v), want %d", len(all), err, 2*each)
+	}
+}
+
 func TestFileJournalCrashMidWrite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
