@@ -100,7 +100,9 @@ func (f *follower) outcome(res *mcp.CallToolResult, err error, interrupt bool) (
 		}
 		return true, f.out.result(f.t, res, raw)
 	case f.t == nil && (interrupt || f.con.ctx.Err() != nil):
-		return true, &exitError{code: exitTaskCancelled, err: errors.New("interrupted before the call became a task")}
+		// The call may have reached the server, which may have made a
+		// task whose id never came back: it is in no journal.
+		return true, &exitError{code: exitTaskCancelled, err: errors.New("interrupted before the server answered the call: if it reached the server, a task may have been made that is not in the journal (the server's operator console lists it)")}
 	case f.t == nil && errors.As(err, &ire):
 		f.out.inputRequired(nil, ire.Requests, "mcptasks: the server asks for input before it starts the call, and cannot ask it here; run the call on a terminal\n")
 		return true, exitWith(exitInputRequired)
