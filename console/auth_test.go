@@ -212,3 +212,26 @@ func TestNew_Errors(t *testing.T) {
 		t.Errorf("New with nil Options: %v", err)
 	}
 }
+
+// TestLocalPath: a sign-in's next page stays on this site, whatever a
+// browser would make of it.
+func TestLocalPath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"/tasks?status=failed", "/tasks?status=failed"},
+		{"/tasks/AaI6#x", "/tasks/AaI6#x"},
+		{"", "/"},
+		{"tasks", "/"},
+		{"//evil.example/", "/"},
+		{"/\\evil.example/", "/"},
+		{"/\t/evil.example/x", "/"}, // browsers drop the tab: //evil.example/x
+		{"/\n/evil.example/x", "/"},
+		{"/\r\n/evil.example/x", "/"},
+		{"/\x7f/evil.example/x", "/"},
+		{"https://evil.example/", "/"},
+		{"/%zz", "/"}, // not a URL
+	} {
+		if got := localPath(c.in); got != c.want {
+			t.Errorf("localPath(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -65,8 +65,10 @@ type Options struct {
 	// no other site can reach it by DNS rebinding); the listener must be
 	// a loopback address (see CheckListen).
 	Tokens *Tokens
-	// Redact shows tool arguments, answers, step results and results with every value
-	// replaced by "…" (their keys and shape stay).
+	// Redact shows tool arguments, answers, step results, results, the
+	// requests of questions and error data with every value replaced by
+	// "…" (their keys and shape stay). Messages written for people (status
+	// messages, a question's message, an error's message) are shown.
 	Redact bool
 	// Feed says when tasks may have changed, for the live pages; nil
 	// means re-reading every DefaultPollInterval (see NewStoreFeed).

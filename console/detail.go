@@ -60,6 +60,9 @@ func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
 	if err != nil {
 		return nil, err
 	}
+	if rec.Expired(c.opts.Now()) {
+		return nil, nil // gone for everyone else, as for the list (the sweep deletes it)
+	}
 	redact := c.opts.Redact
 	b := &detailBody{
 		T: rec, TraceID: traceID(rec.TraceParent), Args: showJSON(rec.Args, redact),
@@ -69,10 +72,10 @@ func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
 	b.CanCancel = se.account.CanAct() && !rec.Status.Terminal() && (!rec.CancelRequested || !held)
 	b.ExpiresAt, _ = rec.ExpiresAt()
 	if rec.Error != nil {
-		b.ErrorData = showJSON(rec.Error.Data, false)
+		b.ErrorData = showJSON(rec.Error.Data, redact)
 	}
 	for _, k := range slices.Sorted(maps.Keys(rec.InputRequests)) {
-		b.Questions = append(b.Questions, parseQuestion(k, rec.InputRequests[k]))
+		b.Questions = append(b.Questions, parseQuestion(k, rec.InputRequests[k], redact))
 	}
 	for _, k := range slices.Sorted(maps.Keys(rec.Answers)) {
 		b.Answers = append(b.Answers, answer{Key: k, JSON: showJSON(rec.Answers[k], redact)})
@@ -84,9 +87,11 @@ func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
 }
 
 // parseQuestion reads an InputRequest ({"method": …, "params": …}): the
-// message of an elicitation is its question.
-func parseQuestion(key string, raw json.RawMessage) question {
-	q := question{Key: key, Params: showJSON(raw, false)}
+// message of an elicitation is its question. redact hides the values of
+// the request (a sampling request quotes the task's data), not its message,
+// which the tool wrote for a person.
+func parseQuestion(key string, raw json.RawMessage, redact bool) question {
+	q := question{Key: key, Params: showJSON(raw, redact)}
 	var req struct {
 		Method string `json:"method"`
 		Params struct {

@@ -36,6 +36,12 @@ func TestDetailPage(t *testing.T) {
 		wantPage(t, h.as(aliceToken).get("/tasks/"+r.ID), http.StatusOK, "Cancel task")
 
 		wantPage(t, c.get("/tasks/"+task.NewID()), http.StatusNotFound, "No task has that id")
+		// An expired task is gone, as for a client, before the sweep
+		// deletes it: no page, no cancel button that cannot cancel.
+		expired := newTask(0, "render", "bob")
+		expired.TTL = 30 * time.Minute // created an hour ago
+		h.put(expired)
+		wantPage(t, h.as(aliceToken).get("/tasks/"+expired.ID), http.StatusNotFound, "No task has that id")
 	})
 }
 
@@ -72,12 +78,23 @@ func TestDetailPage_Redacted(t *testing.T) {
 	r := asking(newTask(0, "export_report", "bob"), "Overwrite?")
 	r.Answers = map[string]json.RawMessage{"name": json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`)}
 	r.Steps = map[string]json.RawMessage{"query": json.RawMessage(`{"path":"the-secret-step"}`)}
+	r.InputRequests["summary"] = json.RawMessage(`{"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"Summarise the-secret-prompt"}}],"maxTokens":100}}`)
 	r.Status, r.Result = task.Completed, json.RawMessage(`{"content":[{"type":"text","text":"the secret result"}]}`)
 	h.put(r)
 	res := h.as(aliceToken).get("/tasks/" + r.ID)
-	// Keys and shape stay; values go.
-	wantPage(t, res, http.StatusOK, "&#34;filename&#34;: &#34;…&#34;", "&#34;rows&#34;: &#34;…&#34;", "&#34;name&#34;: &#34;…&#34;", "redacted")
-	wantNot(t, res, "secret-plans.txt", "Ada", "the secret result", "the-secret-step")
+	// Keys and shape stay; values go. The question's message, written for
+	// a person, stays.
+	wantPage(t, res, http.StatusOK, "&#34;filename&#34;: &#34;…&#34;", "&#34;rows&#34;: &#34;…&#34;", "&#34;name&#34;: &#34;…&#34;", "redacted",
+		"Overwrite?", "sampling/createMessage")
+	wantNot(t, res, "secret-plans.txt", "Ada", "the secret result", "the-secret-step", "the-secret-prompt")
+
+	failed := newTask(0, "render", "bob")
+	failed.Status = task.Failed
+	failed.Error = &task.Error{Code: -32603, Message: "render failed", Data: json.RawMessage(`{"file":"the-secret-error"}`)}
+	h.put(failed)
+	res = h.as(aliceToken).get("/tasks/" + failed.ID)
+	wantPage(t, res, http.StatusOK, "render failed", "&#34;file&#34;: &#34;…&#34;")
+	wantNot(t, res, "the-secret-error")
 }
 
 func TestShowJSON(t *testing.T) {

@@ -104,7 +104,9 @@ const keepAlive = 15 * time.Second
 // as render makes it, whenever the feed says tasks may have changed and
 // the content differs from what it sent last. render returns done when
 // nothing will change any more (the task is gone): the stream then sends
-// an "end" event, which tells the browser to stop.
+// an "end" event, which tells the browser to stop. A session that ends
+// while its stream is open gets a "signedout" event at the next change or
+// keep-alive, and nothing more.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, render func(ctx context.Context) (b []byte, done bool, err error)) {
 	select {
 	case c.live <- struct{}{}:
@@ -126,7 +128,20 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, re
 	defer tick.Stop()
 	var last []byte
 	failed := false
+	// signedOut ends the stream of a session that ended since it opened
+	// (sign-out, expiry, eviction): the browser goes to the sign-in page.
+	signedOut := func() bool {
+		if c.sessions.get(se.id) != nil {
+			return false
+		}
+		fmt.Fprint(w, "event: signedout\ndata: \n\n")
+		rc.Flush()
+		return true
+	}
 	send := func() bool {
+		if signedOut() {
+			return false
+		}
 		b, done, err := render(r.Context())
 		if err != nil {
 			if !failed && r.Context().Err() == nil {
@@ -166,6 +181,9 @@ func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, re
 				return
 			}
 		case <-tick.C:
+			if signedOut() {
+				return
+			}
 			fmt.Fprint(w, ": keep-alive\n\n")
 			if rc.Flush() != nil {
 				return

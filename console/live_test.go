@@ -162,6 +162,33 @@ func TestLive_Detail(t *testing.T) {
 	}
 }
 
+// TestLive_SignedOut checks that a live page stops streaming once its
+// session ended: signed out in another tab, expired or evicted.
+func TestLive_SignedOut(t *testing.T) {
+	t.Parallel()
+	feed := &manualFeed{}
+	h := newHarness(t, sqliteBackend, Options{Feed: feed}, false)
+	r := h.put(newTask(0, "render", "carol"))
+	srv := httptest.NewServer(h.con)
+	t.Cleanup(srv.Close)
+	c := liveClient(t, srv, aliceToken)
+	ev, _ := openStream(t, c, srv.URL+"/live/tasks/"+r.ID)
+	if name, _ := ev.next(); name != "update" {
+		t.Fatalf("first event = %s, want update", name)
+	}
+	u, _ := url.Parse(srv.URL)
+	for _, ck := range c.Jar.Cookies(u) {
+		h.con.sessions.remove(ck.Value) // as a sign-out elsewhere does
+	}
+	if _, err := h.con.canceler.CancelAsOperator(context.Background(), r.ID); err != nil {
+		t.Fatal(err)
+	}
+	feed.poke()
+	if name, data := ev.next(); name != "signedout" || strings.Contains(data, "cancel") {
+		t.Fatalf("event after the session ended = %s %.200q, want signedout and no task data", name, data)
+	}
+}
+
 func TestLive_Bounded(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, memoryBackend, Options{Feed: &manualFeed{}, MaxLive: 1}, false)

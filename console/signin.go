@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -75,9 +76,16 @@ func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, se *session)
 }
 
 // localPath returns p if it is a path on this site, else "/": a sign-in
-// link must not send the operator elsewhere.
+// link must not send the operator elsewhere. Control characters and
+// backslashes are refused outright: browsers drop tabs and newlines from
+// a Location and read a backslash as a slash, so "/\t/evil.example" would
+// lead to //evil.example.
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.HasPrefix(p, "/\\") {
+	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") ||
+		strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '\\' }) {
+		return "/"
+	}
+	if u, err := url.Parse(p); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return p

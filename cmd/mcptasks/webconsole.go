@@ -33,7 +33,7 @@ type consoleFlags struct {
 func (f *consoleFlags) register(fl *pflag.FlagSet, prefix, listenDefault, listenHelp string) {
 	fl.StringVar(&f.listen, prefix+"listen", listenDefault, listenHelp)
 	fl.StringVar(&f.tokens, prefix+"tokens", "", "`file` of \"TOKEN NAME ROLE\" lines (ROLE: viewer or operator) of the operators who may sign in to the console; without it the console serves only a loopback address, and anyone who reaches it is an operator")
-	fl.BoolVar(&f.redact, prefix+"redact", false, "show tool arguments, answers, step results and results in the console with their values hidden (keys and shape stay)")
+	fl.BoolVar(&f.redact, prefix+"redact", false, "show tool arguments, answers, step results, results, the requests of questions and error data in the console with their values hidden (keys and shape stay; messages written for people are shown)")
 }
 
 // consoleServer is a console being served.

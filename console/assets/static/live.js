@@ -13,6 +13,10 @@
     live.innerHTML = e.data;
     live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
   });
+  source.addEventListener("signedout", function () {
+    source.close();
+    window.location.assign("/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
+  });
   source.addEventListener("end", function () {
     source.close();
     live.insertAdjacentHTML("afterbegin", '<p class="notice">This task no longer exists: it expired and was deleted.</p>');
