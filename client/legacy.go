@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -214,6 +215,9 @@ func (l *legacy) do(ctx context.Context, c *Client, k *call, onRequest func(*mes
 		}
 		rctx, cancel := c.requestContext(ctx, k.method)
 		res, _, err := c.exchange(rctx, k.method, id, body, l.headers(), onRequest)
+		if err != nil && rctx.Err() != nil {
+			l.cancelled(ctx, c, id, context.Cause(rctx))
+		}
 		cancel()
 		if !retried && isStatus(err, http.StatusNotFound) {
 			c.log.Debug("session not found; initializing again", "method", k.method)
@@ -226,6 +230,62 @@ func (l *legacy) do(ctx context.Context, c *Client, k *call, onRequest func(*mes
 	}
 }
 
+// legacyCancelTimeout bounds the notifications/cancelled of a request the
+// client gave up on, and the DELETE of Client.Close.
+const legacyCancelTimeout = 2 * time.Second
+
+// cancelled tells the server that the client gave up on request id (its
+// context ended: cause), so that the server stops its work, as 2025-11-25
+// asks: over HTTP, a closed connection does not cancel a request.
+func (l *legacy) cancelled(ctx context.Context, c *Client, id int64, cause error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), legacyCancelTimeout)
+	defer cancel()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled",
+		"params": map[string]any{"requestId": id, "reason": cause.Error()}})
+	if err := l.post(ctx, c, "notifications/cancelled", body); err != nil {
+		c.log.Debug("notifications/cancelled", "request", id, "err", err)
+	}
+}
+
+// close ends the session: an HTTP DELETE with its id, as the Streamable
+// HTTP transport asks of a client done with it. A server that does not
+// allow it (405) keeps the session until it expires.
+func (l *legacy) close(ctx context.Context, c *Client) error {
+	h := l.headers()
+	if h.Get(headerSessionID) == "" {
+		return nil
+	}
+	resp, err := c.roundTripHTTP(ctx, http.MethodDelete, "DELETE session", nil, h)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
+		b, _ := readLimited(resp.Body, maxErrorBodyInDescription)
+		return &HTTPError{StatusCode: resp.StatusCode, Body: snippet(b), Method: "DELETE session"}
+	}
+	return nil
+}
+
+// Close ends the client's 2025-11-25 session, if it opened one (an HTTP
+// DELETE of its Mcp-Session-Id), so that the server can let go of it at
+// once; with a 2026-07-28 server, which keeps no session, it does
+// nothing. The client stays usable: its next request finds out the
+// protocol again, and opens a new session if it needs one.
+func (c *Client) Close(ctx context.Context) error {
+	c.protoMu.Lock()
+	leg := c.leg
+	c.leg, c.protoKnown = nil, false
+	c.protoMu.Unlock()
+	if leg == nil {
+		return nil
+	}
+	if err := leg.close(ctx, c); err != nil {
+		return fmt.Errorf("client: closing the session: %w", err)
+	}
+	return nil
+}
+
 // isStatus reports whether err is a reply with the HTTP status.
 func isStatus(err error, status int) bool {
 	var he *HTTPError
@@ -236,7 +296,7 @@ func isStatus(err error, status int) bool {
 // post POSTs a message that gets no response (a notification, or the
 // client's response to a request of the server).
 func (l *legacy) post(ctx context.Context, c *Client, method string, body []byte) error {
-	resp, err := c.roundTripHTTP(ctx, method, body, l.headers())
+	resp, err := c.roundTripHTTP(ctx, http.MethodPost, method, body, l.headers())
 	if err != nil {
 		return err
 	}
@@ -257,7 +317,7 @@ func (l *legacy) listen(ctx context.Context, c *Client, ready chan<- struct{}, o
 			close(ready)
 		}
 	}()
-	resp, err := c.roundTripHTTP(ctx, "GET stream", nil, l.headers())
+	resp, err := c.roundTripHTTP(ctx, http.MethodGet, "GET stream", nil, l.headers())
 	if err != nil {
 		return
 	}

@@ -87,7 +87,7 @@ func (c *Client) subscribe(ctx context.Context, cancel context.CancelFunc, ids [
 		}
 	})
 	defer ackTimer.Stop()
-	resp, err := c.roundTripHTTP(ctx, methodListen, body, h)
+	resp, err := c.roundTripHTTP(ctx, http.MethodPost, methodListen, body, h)
 	if err != nil {
 		return err
 	}

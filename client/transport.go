@@ -138,7 +138,7 @@ func (c *Client) requestContext(ctx context.Context, method string) (context.Con
 // reply and the reply's headers. Requests the server sends on an SSE
 // reply go to onRequest (nil: ignored).
 func (c *Client) exchange(ctx context.Context, method string, id int64, body []byte, h http.Header, onRequest func(*message)) (json.RawMessage, http.Header, error) {
-	resp, err := c.roundTripHTTP(ctx, method, body, h)
+	resp, err := c.roundTripHTTP(ctx, http.MethodPost, method, body, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -185,15 +185,16 @@ func (c *Client) encodeRequest(id int64, k *call) ([]byte, error) {
 	}{"2.0", id, k.method, params})
 }
 
-// roundTripHTTP sends one HTTP request to the endpoint: a POST of body, or
-// a GET of an SSE stream if body is nil, with the headers h, the media
-// types and the token. method names the JSON-RPC method in errors.
-func (c *Client) roundTripHTTP(ctx context.Context, method string, body []byte, h http.Header) (*http.Response, error) {
-	verb, accept := http.MethodPost, "application/json, text/event-stream"
+// roundTripHTTP sends one HTTP request of verb to the endpoint (a POST of
+// body, a GET of an SSE stream, a DELETE of a session) with the headers h,
+// the media types and the token. method names what is sent, in errors.
+func (c *Client) roundTripHTTP(ctx context.Context, verb, method string, body []byte, h http.Header) (*http.Response, error) {
+	accept := "application/json, text/event-stream"
 	var rd io.Reader
-	if body == nil {
-		verb, accept = http.MethodGet, "text/event-stream"
-	} else {
+	switch {
+	case verb == http.MethodGet:
+		accept = "text/event-stream"
+	case body != nil:
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, verb, c.url, rd)

@@ -44,7 +44,7 @@ type versioned interface {
 // request declares the extension, and its headers.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if r, ok := ctx.Value(stdioRequestKey{}).(context.Context); ok { // see ServeStdio
+		if r, ok := ctx.Value(requestKey{}).(context.Context); ok { // a 2025-11-25 request: see requestKey
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithCancel(ctx)
 			defer cancel()

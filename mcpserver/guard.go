@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // guard checks what go-sdk does not, before anything else runs: the
@@ -121,6 +123,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					r.Header.Set("Mcp-Name", name)
 				}
 			}
+		}
+		if msg.ID != nil && r.Header.Get("MCP-Protocol-Version") == task.LegacyProtocolVersion && r.Context().Value(requestKey{}) == nil {
+			// A 2025-11-25 request over HTTP, which its session's
+			// notifications/cancelled may end (see legacyCalls).
+			ctx, done := s.legacyCalls.track(r.Context(), r.Header.Get("Mcp-Session-Id"), msg.ID)
+			defer done()
+			r = r.WithContext(ctx)
 		}
 		// go-sdk's handlers find the request's share of the budget in its
 		// context.
@@ -243,3 +252,14 @@ func headerValue(h http.Header, name string) (string, bool) {
 	}
 	return v, true
 }
+
+// requestKey is the context key of the context that ends a 2025-11-25
+// request when the client cancels it: over stdio, the request's own, which
+// the bridge ends on notifications/cancelled; over HTTP, the one
+// legacyCalls ends on the session's notifications/cancelled (a
+// disconnection is no cancellation in that era's transport). go-sdk runs
+// the handlers of that era on a context that keeps the request's values
+// but not its cancellation, and the middleware ties them to this one (see
+// [Server.middleware]). A 2026-07-28 handler is tied to its request by
+// go-sdk itself (PropagateRequestCancellation).
+type requestKey struct{}

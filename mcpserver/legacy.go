@@ -117,6 +117,14 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		s.legacyAnswer(lr)
 		return true
 	case m.ID == nil:
+		if m.Method == "notifications/cancelled" {
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
+				s.legacyCalls.cancel(sid, p.RequestID)
+			}
+		}
 		return false // a notification: go-sdk acknowledges it
 	}
 	switch m.Method {

@@ -1,12 +1,17 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/mcpserver"
 )
@@ -30,6 +35,13 @@ func initialize(t *testing.T, c *testClient, token string) *legacySession {
 		t.Fatalf("initialize: HTTP %d, no session: %s", resp.status, resp.body)
 	}
 	return &legacySession{t: t, c: c, token: token, id: sid}
+}
+
+// post sends one message in the session and returns the HTTP response.
+func (s *legacySession) post(msg string) *rawResponse {
+	s.t.Helper()
+	h := http.Header{"Authorization": {"Bearer " + s.token}, "Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	return s.c.do(s.t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(msg)})
 }
 
 // call sends one request in the session and returns its reply.
@@ -111,4 +123,56 @@ func TestLegacyListPages(t *testing.T) {
 	if resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tasks/list"}`)}); resp.status != http.StatusNotFound {
 		t.Errorf("bob with alice's session id: HTTP %d, want 404", resp.status)
 	}
+}
+
+// TestLegacyInlineCancel: a 2025-11-25 tools/call that runs inline stops
+// when the session's notifications/cancelled names it, sent in another
+// POST (that era's way to cancel over HTTP; go-sdk's stateless handler
+// knows nothing of it, legacyCalls does).
+func TestLegacyInlineCancel(t *testing.T) {
+	started, stopped, release := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
+	c := startServer(t, serverConfig{tokens: mcpserver.Tokens{"a-token": "alice"}, register: func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				started <- struct{}{}
+				select {
+				case <-ctx.Done():
+				case <-release: // the test failed: let the server close
+				}
+				stopped <- ctx.Err()
+				return nil, nil, ctx.Err()
+			})
+	}})
+	t.Cleanup(func() { close(release) }) // before the server's cleanup
+	s := initialize(t, c, "a-token")
+	ctx, cancel := context.WithCancel(t.Context())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block","arguments":{}}}`))
+	req.Header = http.Header{"Authorization": {"Bearer a-token"}, "Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"},
+		"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := c.http.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("the tool did not start")
+	}
+	if rep := s.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"test"}}`); rep.status != http.StatusAccepted {
+		t.Fatalf("notifications/cancelled: HTTP %d %s", rep.status, rep.body)
+	}
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the tool's ctx ended with %v, want context.Canceled", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("the tool ran on after notifications/cancelled")
+	}
+	cancel()
+	<-done
 }

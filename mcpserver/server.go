@@ -178,11 +178,12 @@ type Server struct {
 	polls   *pollLimiter // nil without Options.MinPollInterval
 	subs    *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
 	// ending is closed by EndSubscriptions.
-	ending     chan struct{}
-	endOnce    sync.Once
-	inflight   *budget      // Options.MaxInflightBytes
-	sessionKey []byte       // signs 2025-11-25 session ids
-	trc        trace.Tracer // nil without Options.TracerProvider
+	ending      chan struct{}
+	endOnce     sync.Once
+	inflight    *budget      // Options.MaxInflightBytes
+	sessionKey  []byte       // signs 2025-11-25 session ids
+	legacyCalls legacyCalls  // 2025-11-25 requests that notifications/cancelled may end
+	trc         trace.Tracer // nil without Options.TracerProvider
 }
 
 // New returns a Server for the implementation impl.

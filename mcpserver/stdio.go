@@ -106,7 +106,7 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithCancel(ctx)
 		defer cancel()
-		ctx = context.WithValue(ctx, stdioRequestKey{}, ctx)
+		ctx = context.WithValue(ctx, requestKey{}, ctx) // see requestKey
 		key := idKey(m.ID)
 		b.mu.Lock()
 		b.inflight[key] = cancel
@@ -144,13 +144,6 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 	}
 	b.roundTrip(req, m.ID, m.Method == "initialize")
 }
-
-// stdioRequestKey is the context key of a stdio request's own context,
-// which notifications/cancelled ends: go-sdk runs handlers on a context
-// that keeps the request's values but, in a 2025-11-25 session, not its
-// cancellation, and the middleware ties them to it again (see
-// [Server.middleware]).
-type stdioRequestKey struct{}
 
 // idKey returns the key of a request id among the requests in flight: the
 // id as replies carry it (see replyID), so that a cancellation naming it

@@ -95,6 +95,15 @@ func (a *asker) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitRe
 	return res[0], nil
 }
 
+// fail records err as the error that ends the call, unless one is.
+func (a *asker) fail(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.err == nil {
+		a.err = err
+	}
+}
+
 // failure returns the error that must end the call, if any.
 func (a *asker) failure() error {
 	a.mu.Lock()

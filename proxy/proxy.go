@@ -29,10 +29,11 @@
 // An HTTP upstream that serves tasks of its own (a 2026-07-28 server that
 // declares the Tasks extension, or a 2025-11-25 server that declares
 // tasks.requests.tools.call) is called through mcptasks' client instead,
-// in its era, with a session of its own per call: the client asks for the
-// upstream's task where the tool allows one, the call follows that task to
-// its end, its questions become this call's task's questions as below,
-// and a call that is stopped cancels the upstream's task.
+// in its era, with a session of its own per call, ended with the call: the
+// client asks for the upstream's task where the tool allows one, the call
+// follows that task to its end, its questions become this call's task's
+// questions as below, and a call that ends before that task did (stopped,
+// timed out, released to another worker) cancels it.
 //
 // # Questions from the upstream
 //
@@ -95,7 +96,8 @@ type Options struct {
 	TTL          time.Duration
 	PollInterval time.Duration
 	// UpstreamTimeout bounds how long one call waits for the upstream in
-	// all: to connect, and for its answers to tools/call. The time a
+	// all: to connect, and for its answers to tools/call (or the end of
+	// the upstream's task, for an upstream that serves tasks). The time a
 	// question of the upstream waits for its answer from the task's
 	// client does not count. A call past it is cancelled upstream and
 	// fails with a message naming the upstream and the timeout. Zero

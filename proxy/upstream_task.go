@@ -26,6 +26,7 @@ func (p *Proxy) probeTasks(ctx context.Context) {
 		return
 	}
 	c := p.upstreamClient(nil)
+	defer p.closeClient(ctx, c)
 	serves, err := c.ServesTasks(ctx)
 	if err != nil {
 		p.log.Debug("upstream task support unknown; calling it plainly", "upstream", p.name, "err", err)
@@ -51,16 +52,35 @@ func (p *Proxy) upstreamClient(input client.InputHandler) *client.Client {
 	})
 }
 
+// closeClient ends the upstream session of c, if it opened one (a
+// 2025-11-25 upstream keeps one per call otherwise, until it expires).
+func (p *Proxy) closeClient(ctx context.Context, c *client.Client) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
+	defer cancel()
+	if err := c.Close(ctx); err != nil {
+		p.log.Debug("closing the upstream session", "upstream", p.name, "err", err)
+	}
+}
+
 // callTask calls the upstream tool name through mcptasks' client, with a
 // session of its own, for an upstream that serves tasks: if the upstream
 // makes the call a task, the call follows it to its end, and the
-// upstream's questions become this task's (as in call). A call that is
-// stopped cancels the upstream's task.
+// upstream's questions become this task's (as in call). The upstream
+// timeout bounds the call as it bounds call, the waits for answers left
+// out. A call that ends before the upstream's task did (stopped, timed
+// out, released to another worker, a question it cannot forward) cancels
+// that task: a re-run makes a new one, and none is left running.
 func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	a := &asker{ctx: ctx, run: run, log: p.log}
+	callCtx, endCall := context.WithCancelCause(ctx) // ctx's values: ElicitAll reads the task's call
+	defer endCall(nil)
+	clock := newUpstreamClock(p.opts.UpstreamTimeout, func() { endCall(errUpstreamTimeout) })
+	defer clock.stop()
+	a := &asker{ctx: callCtx, run: run, log: p.log, clock: clock}
 	c := p.upstreamClient(client.InputHandlerFunc(func(_ context.Context, _ string, req *client.InputRequest) (any, error) {
 		if req.Elicit == nil {
-			return nil, p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, req.Method, name)
+			err := p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, req.Method, name)
+			a.fail(err)
+			return nil, err
 		}
 		q := *req.Elicit
 		q.Meta = nil // the upstream's related-task names a task this task's client does not know
@@ -70,22 +90,24 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		}
 		return answers[0], nil
 	}))
+	defer p.closeClient(ctx, c)
 	if run.InTask() {
 		_ = run.SetStatus(ctx, fmt.Sprintf("Calling %s on %s", name, p.name))
 	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	cr, err := c.CallTool(ctx, name, args)
+	cr, err := c.CallTool(callCtx, name, args)
 	if err != nil {
-		return nil, p.taskCallError(ctx, a, name, err)
+		return nil, p.taskCallError(ctx, callCtx, a, "calling", name, err)
 	}
 	if cr.Task == nil {
 		return cr.Result, nil
 	}
 	p.log.Debug("following the upstream's task", "tool", name, "task", run.ID(), "upstream_task", cr.Task.ID)
-	res, err := cr.Task.Wait(ctx)
-	if err != nil && ctx.Err() != nil {
+	res, err := cr.Task.Wait(callCtx)
+	var te *client.TaskError
+	if err != nil && !errors.As(err, &te) { // the upstream's task did not end
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
 		if cerr := cr.Task.Cancel(cctx); cerr != nil {
 			p.log.Warn("cancelling the upstream's task", "upstream_task", cr.Task.ID, "err", cerr)
@@ -93,23 +115,23 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		cancel()
 	}
 	if err != nil {
-		return nil, p.taskCallError(ctx, a, name, err)
+		return nil, p.taskCallError(ctx, callCtx, a, "following", name, err)
 	}
 	return res, nil
 }
 
 // taskCallError turns an error of callTask into the error that fails the
-// call.
-func (p *Proxy) taskCallError(ctx context.Context, a *asker, name string, err error) error {
+// call: ctx is the call's, callCtx the one the upstream timeout ends, and
+// doing says what the call was doing (calling, following).
+func (p *Proxy) taskCallError(ctx, callCtx context.Context, a *asker, doing, name string, err error) error {
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
 	if ferr := a.failure(); ferr != nil {
 		return ferr
 	}
-	var je *jsonrpc.Error
-	if errors.As(err, &je) && je.Code == jsonrpc.CodeInternalError && je.Data == nil {
-		return je // made by p.failure already (a question the proxy cannot forward)
+	if errors.Is(context.Cause(callCtx), errUpstreamTimeout) {
+		return p.timedOut("%s tools/call %q", doing, name)
 	}
 	var te *client.TaskError
 	var re *client.Error

@@ -2,9 +2,11 @@ package proxy_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +17,9 @@ import (
 	"github.com/mcptasks/mcptasks/internal/tasktools"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/proxy"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // serverOptions are the options of the servers of these tests: a fresh
@@ -144,5 +148,204 @@ func TestProxyPlainUpstreamUnchanged(t *testing.T) {
 	}
 	if resultText(res) != "hi" {
 		t.Errorf("echo: %q", resultText(res))
+	}
+}
+
+// startTaskUpstream serves an mcptasks server with the tasktools and the
+// tools that register adds, and returns its store and endpoint. wrap, if
+// set, wraps its handler.
+func startTaskUpstream(t *testing.T, register func(*mcpserver.Server) error, wrap func(http.Handler) http.Handler) (*memory.Store, string) {
+	t.Helper()
+	st := memory.New()
+	up := mcpserver.New(&mcp.Implementation{Name: "upstream", Version: "0"},
+		&mcpserver.Options{Store: st, Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond}})
+	if err := tasktools.Register(up, &tasktools.Options{Step: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if register != nil {
+		if err := register(up); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := up.Start(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = up.Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = up.Shutdown(ctx)
+	})
+	return st, hs.URL
+}
+
+// startProxy serves a proxy of upURL, speaking version to it, and returns
+// a client of the proxy and the proxy's server.
+func startProxy(t *testing.T, upURL, version string, opts *proxy.Options) (*client.Client, *mcpserver.Server) {
+	t.Helper()
+	p, err := proxy.New(t.Context(), &proxy.Upstream{URL: upURL, ProtocolVersion: version}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, serverOptions())
+	if err := p.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	return client.New(serveHTTP(t, srv), &client.Options{MinPollInterval: 10 * time.Millisecond}), srv
+}
+
+// TestProxyTaskUpstream_Timeout: the upstream timeout bounds a call that
+// follows an upstream's task, as it bounds a plain call, and the
+// upstream's task is cancelled.
+func TestProxyTaskUpstream_Timeout(t *testing.T) {
+	upStore, upURL := startTaskUpstream(t, nil, nil)
+	for _, version := range []string{client.ProtocolVersion, client.LegacyProtocolVersion} {
+		t.Run(version, func(t *testing.T) {
+			c, _ := startProxy(t, upURL, version, &proxy.Options{UpstreamTimeout: 200 * time.Millisecond})
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			cr, err := c.CallTool(ctx, "slow_compute", map[string]any{"seconds": 60, "label": version})
+			if err != nil || cr.Task == nil {
+				t.Fatalf("CallTool: %+v, %v", cr, err)
+			}
+			_, err = cr.Task.Wait(ctx)
+			var te *client.TaskError
+			if !errors.As(err, &te) || te.Err == nil || !strings.Contains(te.Err.Message, "upstream timeout") {
+				t.Fatalf("Wait: %v, want the task failed by the upstream timeout", err)
+			}
+			waitUpstream(t, upStore, "slow_compute", version, task.Cancelled)
+		})
+	}
+}
+
+// waitUpstream waits until the upstream's task of tool, labelled label
+// (its arguments hold it), has status.
+func waitUpstream(t *testing.T, st store.Lister, tool, label string, status task.Status) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		page, err := st.List(context.Background(), store.ListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var last []string
+		for _, r := range page.Tasks {
+			if r.Tool == tool && strings.Contains(string(r.Args), label) {
+				if r.Status == status {
+					return
+				}
+				last = append(last, string(r.Status))
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the upstream's %s tasks: %v, want one %s", tool, last, status)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestProxyTaskUpstream_Released: a call released to another worker while
+// the upstream's question waits (a drain, under Retry.Rerun) cancels the
+// upstream's task, which a re-run would otherwise leave running beside the
+// one it makes.
+func TestProxyTaskUpstream_Released(t *testing.T) {
+	upStore, upURL := startTaskUpstream(t, nil, nil)
+	c, srv := startProxy(t, upURL, client.ProtocolVersion, &proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	cr, err := c.CallTool(ctx, "export_report", map[string]any{"rows": 3})
+	if err != nil || cr.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", cr, err)
+	}
+	for st, err := cr.Task.Get(ctx); err != nil || st.Status != task.InputRequired; st, err = cr.Task.Get(ctx) {
+		if ctx.Err() != nil {
+			t.Fatalf("the proxied task did not ask: %+v, %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUpstream(t, upStore, "export_report", `"rows":3`, task.Cancelled)
+}
+
+// TestProxyTaskUpstream_Sessions: each call to a 2025-11-25 upstream ends
+// the session it opened (an HTTP DELETE), as does the probe of New.
+func TestProxyTaskUpstream_Sessions(t *testing.T) {
+	var inits, deletes atomic.Int32
+	_, upURL := startTaskUpstream(t, nil, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodDelete {
+				deletes.Add(1)
+			}
+			if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+				inits.Add(1) // only initialize comes without a session
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	c, _ := startProxy(t, upURL, client.LegacyProtocolVersion, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	for range 3 {
+		cr, err := c.CallTool(ctx, "slow_compute", map[string]any{"seconds": 0.01})
+		if err != nil || cr.Task == nil {
+			t.Fatalf("CallTool: %+v, %v", cr, err)
+		}
+		if _, err := cr.Task.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if i, d := inits.Load(), deletes.Load(); i < 4 || d != i {
+		t.Errorf("the upstream saw %d sessions opened and %d ended; want every one ended (at least 4: the probe and 3 calls)", i, d)
+	}
+}
+
+// TestProxyTaskUpstream_SyncCancel: a call that the upstream answers
+// inline (a tool it never makes a task), cancelled through the proxy's
+// task, stops the upstream's handler, in either era.
+func TestProxyTaskUpstream_SyncCancel(t *testing.T) {
+	started, stopped, release := make(chan struct{}, 2), make(chan error, 2), make(chan struct{})
+	_, upURL := startTaskUpstream(t, func(up *mcpserver.Server) error {
+		return mcpserver.AddTool(up, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				started <- struct{}{}
+				select {
+				case <-ctx.Done():
+					stopped <- ctx.Err()
+				case <-release: // the test failed: let the upstream close
+				}
+				return nil, nil, ctx.Err()
+			})
+	}, nil)
+	t.Cleanup(func() { close(release) }) // before the upstream's cleanup
+	for _, version := range []string{client.ProtocolVersion, client.LegacyProtocolVersion} {
+		t.Run(version, func(t *testing.T) {
+			c, _ := startProxy(t, upURL, version, nil)
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			cr, err := c.CallTool(ctx, "block", map[string]any{})
+			if err != nil || cr.Task == nil {
+				t.Fatalf("CallTool: %+v, %v", cr, err)
+			}
+			select {
+			case <-started:
+			case <-ctx.Done():
+				t.Fatal("the upstream's tool did not start")
+			}
+			if err := cr.Task.Cancel(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-stopped:
+			case <-ctx.Done():
+				t.Fatal("the upstream's tool ran on after the proxied task was cancelled")
+			}
+		})
 	}
 }

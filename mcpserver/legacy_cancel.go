@@ -1,0 +1,53 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+)
+
+// legacyCalls are the 2025-11-25 requests over HTTP that go-sdk serves on
+// this process (inline tools/call above all), by session and request id,
+// so that the session's notifications/cancelled ends the one it names:
+// that era's transport says that a client cancels a request so, and that
+// a disconnection is no cancellation. A cancellation that reaches another
+// replica than its request finds nothing there. The zero value is ready.
+type legacyCalls struct {
+	mu sync.Mutex
+	m  map[string]*legacyCall
+}
+
+// legacyCall is one request of legacyCalls.
+type legacyCall struct{ cancel context.CancelFunc }
+
+// track returns the context of a request of the session with the id,
+// carrying requestKey, which cancel ends; done forgets the request.
+func (l *legacyCalls) track(parent context.Context, session string, id json.RawMessage) (_ context.Context, done func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	key, c := session+"\x00"+idKey(id), &legacyCall{cancel: cancel}
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = map[string]*legacyCall{}
+	}
+	l.m[key] = c
+	l.mu.Unlock()
+	return context.WithValue(ctx, requestKey{}, ctx), func() {
+		l.mu.Lock()
+		if l.m[key] == c {
+			delete(l.m, key)
+		}
+		l.mu.Unlock()
+		cancel()
+	}
+}
+
+// cancel ends the request of the session with the id, if it is in flight
+// here.
+func (l *legacyCalls) cancel(session string, id json.RawMessage) {
+	l.mu.Lock()
+	c := l.m[session+"\x00"+idKey(id)]
+	l.mu.Unlock()
+	if c != nil {
+		c.cancel()
+	}
+}
