@@ -1,6 +1,7 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -233,5 +234,31 @@ func TestLocalPath(t *testing.T) {
 		if got := localPath(c.in); got != c.want {
 			t.Errorf("localPath(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestSessions_PerAccount: an account that signs in again and again ends
+// its own oldest sessions only; another account's stay.
+func TestSessions_PerAccount(t *testing.T) {
+	s := newSessions(time.Hour, 10, 2, func() time.Time { return t0 })
+	ada := s.create(Account{Name: "ada", Role: Operator})
+	var vics []*session
+	for range 5 {
+		vics = append(vics, s.create(Account{Name: "vic", Role: Viewer}))
+	}
+	if s.get(ada.id) == nil {
+		t.Error("another account's sign-ins ended ada's session")
+	}
+	for i, v := range vics {
+		if alive := s.get(v.id) != nil; alive != (i >= 3) {
+			t.Errorf("vic's session %d alive: %v, want only the last 2", i, alive)
+		}
+	}
+	// The global bound still holds.
+	for i := range 20 {
+		s.create(Account{Name: fmt.Sprint("user", i), Role: Viewer})
+	}
+	if n := len(s.byID); n != 10 {
+		t.Errorf("%d sessions kept, want 10", n)
 	}
 }

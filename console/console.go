@@ -47,6 +47,10 @@ const (
 const (
 	// maxSessions bounds the sessions kept; the oldest goes first.
 	maxSessions = 10_000
+	// maxAccountSessions bounds the sessions of one account, so that
+	// one account signing in again and again (a viewer's token in a
+	// script) ends only its own oldest sessions, not everyone's.
+	maxAccountSessions = 64
 	// maxFormBytes bounds the body of a form.
 	maxFormBytes = 8 << 10
 )
@@ -144,7 +148,7 @@ func New(st store.Store, c Canceller, opts *Options) (*Console, error) {
 	if con.pages, err = parsePages(); err != nil {
 		return nil, err
 	}
-	con.sessions = newSessions(o.SessionTTL, maxSessions, o.Now)
+	con.sessions = newSessions(o.SessionTTL, maxSessions, maxAccountSessions, o.Now)
 	con.live = make(chan struct{}, o.MaxLive)
 	con.overview.ttl = o.OverviewTTL
 	con.handler = http.NewCrossOriginProtection().Handler(con.routes())

@@ -22,19 +22,22 @@ type session struct {
 }
 
 // sessions holds the sessions of one console process, in memory: a restart
-// signs everyone out. At most max sessions are kept; the oldest goes first.
+// signs everyone out. At most max sessions are kept, and perAccount of one
+// account; past either bound the oldest (of the account, if its bound)
+// goes first.
 type sessions struct {
-	ttl time.Duration
-	max int
-	now func() time.Time
+	ttl        time.Duration
+	max        int
+	perAccount int
+	now        func() time.Time
 
 	mu    sync.Mutex
 	byID  map[string]*session
 	order []string // ids, oldest first
 }
 
-func newSessions(ttl time.Duration, max int, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, max: max, now: now, byID: map[string]*session{}}
+func newSessions(ttl time.Duration, max, perAccount int, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, max: max, perAccount: perAccount, now: now, byID: map[string]*session{}}
 }
 
 // create starts a session for the account.
@@ -42,6 +45,16 @@ func (s *sessions) create(a Account) *session {
 	se := &session{id: randomToken(), csrf: randomToken(), account: a, expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var mine []string // the account's sessions, oldest first
+	for _, id := range s.order {
+		if s.byID[id].account == a {
+			mine = append(mine, id)
+		}
+	}
+	for len(mine) >= s.perAccount {
+		s.removeLocked(mine[0])
+		mine = mine[1:]
+	}
 	for len(s.order) >= s.max {
 		delete(s.byID, s.order[0])
 		s.order = s.order[1:]
