@@ -314,16 +314,8 @@ func TestTaskMeta(t *testing.T) {
 	t.Run("2025-11-25", func(t *testing.T) {
 		c := startServer(t, serverConfig{register: apiTools(nil), tokens: mcpserver.Tokens{"a-token": "alice"}})
 		s := initialize(t, c, "a-token")
-		rep := s.call("tools/call", `{"_meta":{`+extra+`},"name":"echo_meta","task":{}}`)
-		var cr struct {
-			Task struct {
-				TaskID string `json:"taskId"`
-			} `json:"task"`
-		}
-		if rep.Error != nil || json.Unmarshal(rep.Result, &cr) != nil || cr.Task.TaskID == "" {
-			t.Fatalf("tools/call: %s", rep.raw)
-		}
-		rep = s.call("tasks/result", `{"taskId":"`+cr.Task.TaskID+`"}`)
+		id := s.callTask(`{"_meta":{` + extra + `},"name":"echo_meta","task":{}}`)
+		rep := s.call("tasks/result", `{"taskId":"`+id+`"}`)
 		if rep.Error != nil {
 			t.Fatalf("tasks/result: %s", rep.raw)
 		}

@@ -37,6 +37,22 @@ func initialize(t *testing.T, c *testClient, token string) *legacySession {
 	return &legacySession{t: t, c: c, token: token, id: sid}
 }
 
+// callTask sends a task-augmented tools/call of params in the session and
+// returns the id of the task it made.
+func (s *legacySession) callTask(params string) string {
+	s.t.Helper()
+	rep := s.call("tools/call", params)
+	var cr struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if rep.Error != nil || json.Unmarshal(rep.Result, &cr) != nil || cr.Task.TaskID == "" {
+		s.t.Fatalf("tools/call: %s", rep.raw)
+	}
+	return cr.Task.TaskID
+}
+
 // post sends one message in the session and returns the HTTP response.
 func (s *legacySession) post(msg string) *rawResponse {
 	s.t.Helper()
@@ -61,16 +77,7 @@ func TestLegacyListPages(t *testing.T) {
 	const n = 55 // more than one page
 	var created []string
 	for range n {
-		rep := alice.call("tools/call", `{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
-		var cr struct {
-			Task struct {
-				TaskID string `json:"taskId"`
-			} `json:"task"`
-		}
-		if rep.Error != nil || json.Unmarshal(rep.Result, &cr) != nil || cr.Task.TaskID == "" {
-			t.Fatalf("tools/call: %s", rep.raw)
-		}
-		created = append(created, cr.Task.TaskID)
+		created = append(created, alice.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`))
 	}
 
 	type page struct {
