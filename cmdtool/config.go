@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -521,6 +522,16 @@ func (p *toolParser) finish(n *yaml.Node) {
 				if _, ok := props[arg]; !ok {
 					p.errorf(pt.n, pt.field, "placeholder {%s} names no property of input_schema (%s); write {{ for a literal {", arg, describeProps(props))
 				}
+			}
+		}
+		if t.EnvArgs {
+			byVar := map[string]string{}
+			for _, name := range slices.Sorted(maps.Keys(props)) {
+				v := ArgEnvName(name)
+				if other, clash := byVar[v]; clash {
+					p.errorf(p.keys["env_args"], p.field+".env_args", "properties %q and %q would both be passed in %s; rename one of them", other, name, v)
+				}
+				byVar[v] = name
 			}
 		}
 	}

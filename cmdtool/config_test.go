@@ -107,6 +107,8 @@ func TestParse_Errors(t *testing.T) {
 			"tools.yaml:6: tools[1].timeout: ", `"300" is not a duration`},
 		{"negative grace", "  - name: x\n    argv: [printf]\n    grace: -1s\n",
 			"tools.yaml:6: tools[1].grace: ", "must be positive"},
+		{"env_args clash", "  - name: x\n    input_schema: {type: object, properties: {a-b: {type: string}, a_b: {type: string}}}\n    argv: [printf]\n    env_args: true\n",
+			"tools.yaml:7: tools[1].env_args: ", `properties "a-b" and "a_b" would both be passed in MCPTASKS_ARG_A_B`},
 		{"unknown field", "  - name: x\n    argv: [printf]\n    timout: 5m\n",
 			"tools.yaml:6: tools[1].timout: ", "unknown field; did you mean timeout?"},
 		{"field twice", "  - name: x\n    argv: [printf]\n    name: y\n",

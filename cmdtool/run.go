@@ -66,7 +66,10 @@ func (t *Tool) handle(ctx context.Context, run *engine.Run, raw json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
-	inv := t.invocation(args, run)
+	inv, err := t.invocation(args, run)
+	if err != nil {
+		return nil, err
+	}
 	if run.InTask() {
 		pump := startStatusPump(ctx, statusEvery, run.SetStatus)
 		defer pump.stop()
@@ -103,7 +106,7 @@ func (t *Tool) args(raw json.RawMessage) (map[string]any, error) {
 }
 
 // invocation fills the tool's placeholders from args.
-func (t *Tool) invocation(args map[string]any, run *engine.Run) *invocation {
+func (t *Tool) invocation(args map[string]any, run *engine.Run) (*invocation, error) {
 	inv := &invocation{
 		path:        t.c.program,
 		args:        []string{t.Argv[0]},
@@ -120,8 +123,12 @@ func (t *Tool) invocation(args map[string]any, run *engine.Run) *invocation {
 			inv.dir = resolvePath(t.c.baseDir, d)
 		}
 	}
-	inv.env = t.env(args, run)
-	return inv
+	env, err := t.env(args, run)
+	if err != nil {
+		return nil, err
+	}
+	inv.env = env
+	return inv, nil
 }
 
 // expandArg expands one argv entry. An entry that is exactly one
@@ -150,9 +157,11 @@ func expandArg(a template, args map[string]any) []string {
 
 // env builds the command's environment, later entries taking precedence:
 // the inherited variables, MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT, the
-// MCPTASKS_ARG_* variables, then the tool's env.
-func (t *Tool) env(args map[string]any, run *engine.Run) []string {
-	var env []string
+// MCPTASKS_ARG_* variables, then the tool's env. Two arguments that
+// env_args would pass in one variable (target-dir and target_dir) are an
+// error: the one the schema does not check could replace the one it does.
+func (t *Tool) env(args map[string]any, run *engine.Run) ([]string, error) {
+	env := []string{} // never nil: exec takes a nil Env as the whole of the server's
 	for _, k := range append(slices.Clone(inheritedEnv), t.InheritEnv...) {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
@@ -167,10 +176,17 @@ func (t *Tool) env(args map[string]any, run *engine.Run) []string {
 			names = append(names, k)
 		}
 		slices.Sort(names)
+		byVar := make(map[string]string, len(names))
 		for _, k := range names {
-			if args[k] != nil {
-				env = append(env, ArgEnvName(k)+"="+format(args[k]))
+			if args[k] == nil {
+				continue
 			}
+			v := ArgEnvName(k)
+			if other, clash := byVar[v]; clash {
+				return nil, fmt.Errorf("invalid arguments: %q and %q would both be passed in %s (env_args); send only one of them", other, k, v)
+			}
+			byVar[v] = k
+			env = append(env, v+"="+format(args[k]))
 		}
 	}
 	for _, e := range t.c.env {
@@ -178,7 +194,7 @@ func (t *Tool) env(args map[string]any, run *engine.Run) []string {
 			env = append(env, e.name+"="+v)
 		}
 	}
-	return env
+	return env, nil
 }
 
 // ArgEnvName returns the variable that env_args passes the argument name

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -184,6 +185,46 @@ func TestHandle_Env(t *testing.T) {
 		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected variable %s=%q", k, got[k])
 		}
+	}
+}
+
+// TestHandle_EmptyEnv: a call with nothing to pass in the environment (no
+// PATH, HOME or LANG in the server's, inline, no env or env_args) gives the
+// command an empty environment, not the server's: exec.Cmd takes a nil
+// Env as "inherit everything".
+func TestHandle_EmptyEnv(t *testing.T) {
+	env, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range inheritedEnv {
+		t.Setenv(k, "") // restored when the test ends
+		os.Unsetenv(k)
+	}
+	t.Setenv("MCPTASKS_TEST_SECRET", "hunter2")
+	tool := loadTool(t, t.TempDir(), "tools:\n  - name: env\n    argv: ["+env+"]\n")
+	res, err := callInline(t.Context(), t, tool, map[string]any{})
+	if err != nil || res.IsError {
+		t.Fatalf("call: %v %v", err, texts(res))
+	}
+	if out := strings.TrimSpace(texts(res)[0]); out != "" {
+		t.Errorf("the command's environment: %q, want none", out)
+	}
+}
+
+// TestHandle_EnvArgsClash: with env_args, two arguments that would be
+// passed in one variable are refused, so that one the schema does not
+// declare (and so does not check) cannot replace one it does.
+func TestHandle_EnvArgsClash(t *testing.T) {
+	tool := loadTool(t, t.TempDir(), `tools:
+  - name: env
+    input_schema: {type: object, properties: {target-dir: {type: string, pattern: "^[a-z]+$"}}}
+    argv: [env]
+    env_args: true
+`)
+	_, err := callInline(t.Context(), t, tool, map[string]any{"target-dir": "safe", "target_dir": "../../etc"})
+	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_ARG_TARGET_DIR") {
+		t.Errorf("call with target-dir and target_dir: %v, want an error naming MCPTASKS_ARG_TARGET_DIR", err)
 	}
 }
 
