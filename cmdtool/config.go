@@ -3,10 +3,10 @@ package cmdtool
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"maps"
 	"slices"
 	"sort"
 	"strconv"
