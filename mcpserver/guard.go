@@ -127,7 +127,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		if msg.ID != nil && r.Header.Get("MCP-Protocol-Version") == task.LegacyProtocolVersion && r.Context().Value(requestKey{}) == nil {
 			// A 2025-11-25 request over HTTP, which its session's
 			// notifications/cancelled may end (see legacyCalls).
-			ctx, done := s.legacyCalls.track(r.Context(), r.Header.Get("Mcp-Session-Id"), msg.ID)
+			ctx, done := s.legacyCalls.track(r.Context(), s.httpPrincipal(r), r.Header.Get("Mcp-Session-Id"), msg.ID)
 			defer done()
 			r = r.WithContext(ctx)
 		}

@@ -135,10 +135,10 @@ func TestLegacyListPages(t *testing.T) {
 // TestLegacyInlineCancel: a 2025-11-25 tools/call that runs inline stops
 // when the session's notifications/cancelled names it, sent in another
 // POST (that era's way to cancel over HTTP; go-sdk's stateless handler
-// knows nothing of it, legacyCalls does).
+// knows nothing of it, legacyCalls does), and only its own principal's.
 func TestLegacyInlineCancel(t *testing.T) {
 	started, stopped, release := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
-	c := startServer(t, serverConfig{tokens: mcpserver.Tokens{"a-token": "alice"}, register: func(srv *mcpserver.Server) error {
+	c := startServer(t, serverConfig{tokens: mcpserver.Tokens{"a-token": "alice", "b-token": "bob"}, register: func(srv *mcpserver.Server) error {
 		return mcpserver.AddTool(srv, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				started <- struct{}{}
@@ -169,6 +169,11 @@ func TestLegacyInlineCancel(t *testing.T) {
 	case <-time.After(waitTimeout):
 		t.Fatal("the tool did not start")
 	}
+	// Another principal's request with the same session and id, in a body
+	// that reaches go-sdk without its session being checked, must not
+	// take the call's place.
+	bob := &legacySession{t: t, c: c, token: "b-token", id: s.id}
+	bob.post(`{"jsonrpc":"2.0","id":2,"method":"ping","error":"x"}`)
 	if rep := s.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"test"}}`); rep.status != http.StatusAccepted {
 		t.Fatalf("notifications/cancelled: HTTP %d %s", rep.status, rep.body)
 	}
