@@ -302,6 +302,10 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 	if json.Unmarshal(lr.msg.Params, &p) != nil {
 		return false // go-sdk reports the bad params
 	}
+	if err := s.limits.checkArguments(p.Name, p.Arguments); err != nil {
+		writeJSON(lr.w, http.StatusOK, lr.msg.ID, "error", err) // before a Decide or a schema reads them
+		return true
+	}
 	ctx := lr.r.Context()
 	t := s.tools[p.Name]
 	if len(p.Task) == 0 || string(p.Task) == "null" {

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"fmt"
+
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Limits on the work one request may cause, past the bound on its body
@@ -44,6 +46,30 @@ func (l limits) checkArguments(tool string, args []byte) error {
 		return invalidParams("the arguments for tool %q are %d bytes; the limit is %d (MaxArgumentsBytes)", tool, len(args), l.args)
 	}
 	return l.checkDepth(fmt.Sprintf("the arguments for tool %q", tool), args)
+}
+
+// maxInputResponses bounds the members of a tasks/update's
+// params.inputResponses: a task asks a few questions at a time, and every
+// member costs a decode and a look-up.
+const maxInputResponses = 1024
+
+// jsonMembersOver reports whether the JSON array or object b holds more
+// than max (at least 1) elements or members, after a scan of its top level
+// that stops at the first one too many and decodes nothing: so that a body
+// of a million tiny members is refused before it is decoded into a million
+// allocations.
+func jsonMembersOver(b []byte, max int) bool {
+	var tok segjson.Tokenizer
+	tok.Reset(b)
+	commas := 0
+	for tok.Next() {
+		if tok.Delim == ',' && tok.Depth == 1 {
+			if commas++; commas >= max {
+				return true // max+1 elements at least
+			}
+		}
+	}
+	return false
 }
 
 // jsonDepthOver reports whether the JSON text b nests objects and arrays

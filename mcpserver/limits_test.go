@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
 // deepBody returns a tools/call of tool whose arguments hold arrays nested
@@ -63,5 +65,39 @@ func BenchmarkDeepBody(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLimits_Counts: bodies of many tiny members are refused with -32602
+// naming the bound before they are decoded: a tasks/update of more than
+// 1024 answers, a subscription of more than four times MaxSubscribedTasks
+// ids. A 2025-11-25 task's arguments are bounded by MaxArgumentsBytes as
+// a 2026-07-28 call's are.
+func TestLimits_Counts(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{maxArgumentsBytes: 100, tokens: mcpserver.Tokens{"a-token": "alice"}})
+	id := c.createTask(t, "a-token", "confirm_delete", `{"filename":"notes.txt"}`)
+	c.waitStatus(t, "a-token", id, "input_required", nil)
+	members := func(n int, f func(i int) string) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = f(i)
+		}
+		return strings.Join(parts, ",")
+	}
+	answers := members(1025, func(i int) string { return fmt.Sprintf(`"k%d":{}`, i) })
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tasks/update","params":{"_meta":$META,"taskId":%q,"inputResponses":{%s}}}`, id, answers)
+	if rep := c.rpc(t, "a-token", "tasks/update", id, body).reply(t); rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "more than 1024 responses") {
+		t.Errorf("tasks/update of 1025 answers: %s", rep.raw)
+	}
+	ids := members(4001, func(i int) string { return fmt.Sprintf(`"id%d"`, i) })
+	body = `{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":[` + ids + `]}}}`
+	if rep := c.rpc(t, "a-token", "subscriptions/listen", "", body).reply(t); rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "at most 1000 task ids") {
+		t.Errorf("subscriptions/listen of 4001 ids: %s", rep.raw)
+	}
+	s := initialize(t, c, "a-token")
+	rep := s.call("tools/call", `{"name":"slow_compute","arguments":{"seconds":1,"label":"`+strings.Repeat("x", 200)+`"},"task":{}}`)
+	if rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "the limit is 100 (MaxArgumentsBytes)") {
+		t.Errorf("a 2025-11-25 task's arguments over the limit: %s", rep.raw)
 	}
 }

@@ -50,8 +50,12 @@ type listenCall struct {
 type listenKey struct{}
 
 // listenTaskIDs decodes params.notifications.taskIds: distinct ids, in
-// order. max bounds their number (0: no bound).
+// order. max bounds their number (0: no bound); an array of more than
+// four times max ids, duplicates and all, is refused before it is decoded.
 func listenTaskIDs(raw json.RawMessage, max int) ([]string, error) {
+	if max > 0 && jsonMembersOver(raw, 4*max) {
+		return nil, invalidParams("params.notifications.taskIds: at most %d task ids per subscription; split them over several subscriptions", max)
+	}
 	var ids []string
 	if decodeJSON(raw, &ids) != nil {
 		return nil, invalidParams("params.notifications.taskIds must be an array of task id strings")

@@ -128,6 +128,9 @@ func inputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, invalidParams("params.inputResponses is required (an object; {} is allowed)")
 	}
+	if jsonMembersOver(raw, maxInputResponses) {
+		return nil, invalidParams("params.inputResponses holds more than %d responses; answer the task's questions (at most %d at once)", maxInputResponses, maxInputResponses)
+	}
 	if json.Unmarshal(raw, &m) != nil {
 		return nil, invalidParams("params.inputResponses must be an object mapping input keys to responses")
 	}

@@ -220,18 +220,22 @@ func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) 
 	if r.Status != task.InputRequired {
 		return nil, nil
 	}
-	keys := slices.Sorted(maps.Keys(p.Responses))
+	// The outstanding keys that the responses answer, in order: the
+	// task's few, not the client's many.
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(r.InputRequests)) {
+		if _, ok := p.Responses[k]; ok {
+			keys = append(keys, k)
+		}
+	}
 	for _, k := range keys {
-		if req, ok := r.InputRequests[k]; ok && p.Check != nil {
-			if err := p.Check(k, req, p.Responses[k]); err != nil {
+		if p.Check != nil {
+			if err := p.Check(k, r.InputRequests[k], p.Responses[k]); err != nil {
 				return nil, &AnswerError{Key: k, Err: err}
 			}
 		}
 	}
 	for _, k := range keys {
-		if _, ok := r.InputRequests[k]; !ok {
-			continue
-		}
 		if r.Answers == nil {
 			r.Answers = map[string]json.RawMessage{}
 		}
