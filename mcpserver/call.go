@@ -53,6 +53,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
+				ctx, done := s.inline.start(ctx)
+				defer done()
 				return s.callTool(ctx, r, next)
 			}
 		case "prompts/get":

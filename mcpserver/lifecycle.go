@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/metrics"
@@ -68,20 +69,29 @@ func (s *Server) Engine() *engine.Engine { return s.eng.Load() }
 // Shutdown drains the server and closes its store: [Server.ReadyHandler]
 // says not ready from then on, open task subscriptions end, the engine stops claiming tasks, tasks
 // waiting for input are released for another process to resume (tools
-// whose RetryPolicy re-runs them), and running handlers get until ctx is
-// done to finish. Handlers still running then are cancelled with cause
-// [ErrShutdown] and left to be reclaimed after their lease. Stop the HTTP
-// server first (http.Server.Shutdown), so that no request arrives after
-// the store is closed. Shutdown returns ctx's error if handlers were cut
-// short, and the store's if it does not close.
+// whose RetryPolicy re-runs them), and running handlers, of tasks and of
+// calls that run inline, get until ctx is done to finish. Handlers still
+// running then are cancelled with cause [ErrShutdown] (a task's is left to
+// be reclaimed after its lease), and Shutdown waits for them to return.
+// Stop the HTTP server first (http.Server.Shutdown), so that no request
+// arrives after the store is closed; its own deadline does not cancel the
+// inline calls, this one does. Shutdown returns ctx's error if handlers
+// were cut short, and the store's if it does not close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	var err error
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if ierr := s.inline.drain(ctx); ierr != nil {
+			s.log.Warn("tool calls still running inline at the drain deadline were cancelled", "err", ierr)
+		}
+	})
 	if eng := s.eng.Load(); eng != nil {
 		if err = eng.Shutdown(ctx); err != nil {
 			err = fmt.Errorf("mcpserver: tasks still running at the drain deadline resume elsewhere after their lease: %w", err)
 		}
 	}
+	wg.Wait()
 	s.EndSubscriptions()
 	s.mu.Lock()
 	stopFeed := s.stopFeed

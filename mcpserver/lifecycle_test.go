@@ -1,0 +1,72 @@
+package mcpserver_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store/memory"
+)
+
+// TestShutdown_InlineCalls: Shutdown waits for a tool call that runs
+// inline as for a task handler, and at its deadline cancels it with cause
+// ErrShutdown and waits for it to return, so that nothing it started
+// (a command's process group) outlives the process. The HTTP server's
+// own Shutdown cancels nothing.
+func TestShutdown_InlineCalls(t *testing.T) {
+	started, stopped, release := make(chan struct{}), make(chan error, 1), make(chan struct{})
+	srv := mcpserver.New(&mcp.Implementation{Name: "t", Version: "0"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: 1}})
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			close(started)
+			select {
+			case <-ctx.Done():
+			case <-release: // the test failed: let the server close
+			}
+			time.Sleep(20 * time.Millisecond) // a command's grace: Shutdown waits for it
+			stopped <- context.Cause(ctx)
+			return nil, nil, ctx.Err()
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) }) // before hs.Close
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(expandMeta(
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"block"}}`)))
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"block"}}
+	go func() {
+		if resp, err := hs.Client().Do(req); err == nil {
+			resp.Body.Close() // an error: the call was cut short
+		}
+	}()
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("the tool did not start")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err = srv.Shutdown(ctx)
+	select {
+	case cause := <-stopped:
+		if !errors.Is(cause, mcpserver.ErrShutdown) {
+			t.Errorf("the call's ctx ended with %v, want ErrShutdown", cause)
+		}
+	default:
+		t.Fatalf("Shutdown returned (%v) before the inline call it cancelled", err)
+	}
+}
