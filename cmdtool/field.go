@@ -57,8 +57,10 @@ func (p *parser) duration(n *yaml.Node, field string, zeroOK bool) (time.Duratio
 	switch {
 	case err != nil:
 		p.errorf(n, field, "%q is not a duration (use e.g. 5m)", n.Value)
-	case d < 0 || d == 0 && !zeroOK:
-		p.errorf(n, field, "%s: must be positive", n.Value)
+	case d < 0 && zeroOK:
+		p.errorf(n, field, "%s: must not be negative (0 is allowed)", n.Value)
+	case d <= 0 && !zeroOK:
+		p.errorf(n, field, "%s: must be positive (leave %s out for its default)", n.Value, field)
 	default:
 		return d, true
 	}

@@ -81,6 +81,11 @@ func execute(ctx context.Context, inv *invocation) (*outcome, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
+		// With SysProcAttr set, exec does not check Dir before the fork,
+		// and a missing one fails as if the program were missing.
+		if _, serr := os.Stat(inv.dir); inv.dir != "" && serr != nil {
+			return nil, fmt.Errorf("working directory: %w", serr)
+		}
 		return nil, err
 	}
 	g := &group{cmd: cmd, pgid: cmd.Process.Pid}

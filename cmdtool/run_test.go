@@ -139,6 +139,12 @@ func TestHandle_Dir(t *testing.T) {
 			t.Errorf("dir %v: ran in %q, want %q", c.d, got, c.want)
 		}
 	}
+	// A directory that is not there is named as such, not as a missing
+	// program.
+	res, err := callInline(t.Context(), t, tool, map[string]any{"d": "missing"})
+	if err != nil || !res.IsError || !strings.Contains(texts(res)[0], "working directory") || !strings.Contains(texts(res)[0], "missing") {
+		t.Errorf("dir missing: %v %v, want an error naming the working directory", texts(res), err)
+	}
 }
 
 // TestHandle_Env checks that a command sees only the inherited variables,

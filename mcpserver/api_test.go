@@ -309,6 +309,11 @@ func TestTaskMeta(t *testing.T) {
 			if rep := c.rpc(t, "", "tools/call", "echo_meta", body).reply(t); rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "params._meta") {
 				t.Errorf("a _meta over MaxTaskMetaBytes: %s, want -32602 naming params._meta", rep.raw)
 			}
+			bigCaps := strings.Replace(expandMeta("$META"), `"elicitation":{"form":{}}`, `"elicitation":{"form":{}},"experimental":{"blob":"`+strings.Repeat("x", mcpserver.MaxTaskMetaBytes)+`"}`, 1)
+			body = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"_meta":` + bigCaps + `,"name":"echo_meta"}}`
+			if rep := c.rpc(t, "", "tools/call", "echo_meta", body).reply(t); rep.Error == nil || rep.Error.Code != -32602 || !strings.Contains(rep.Error.Message, "clientCapabilities") {
+				t.Errorf("client capabilities over MaxTaskMetaBytes: %s, want -32602 naming them", rep.raw)
+			}
 		})
 	}
 	t.Run("2025-11-25", func(t *testing.T) {

@@ -211,6 +211,9 @@ func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, tr *taskReq
 	if err != nil {
 		return nil, err
 	}
+	if len(tr.caps) > MaxTaskMetaBytes { // kept with the task, and read at every tasks/get
+		return nil, invalidParams("params._meta[%q] holds %d bytes; a task keeps at most %d (MaxTaskMetaBytes)", metaClientCapabilities, len(tr.caps), MaxTaskMetaBytes)
+	}
 	ctx, span := s.startSpan(ctx, "tools/call", t.tool.Name, tr.header, tr.trace)
 	defer span.End()
 	r, err := s.eng.Load().Create(ctx, engine.CreateParams{

@@ -152,7 +152,8 @@ func (s *Server) taskCall(t *toolEntry, r *engine.Run) *Call {
 }
 
 // MaxTaskMetaBytes bounds what a task keeps of its request's _meta (see
-// taskMeta): past it, the create is refused with -32602.
+// taskMeta), and, apart, the client capabilities it keeps: past either,
+// the create is refused with -32602.
 const MaxTaskMetaBytes = 64 << 10
 
 // taskMeta returns what a task keeps of a tools/call's params._meta, raw:
