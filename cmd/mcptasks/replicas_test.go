@@ -98,10 +98,14 @@ func TestReplicasCrossReplica(t *testing.T) {
 		}
 	}
 
-	// Every task ran on A, and ended there: B runs no handler.
-	logs := a.logs.String()
+	// Every task ran on A, and ended there: B runs no handler. A logs a
+	// task's end after its write, which B may show first: wait for it.
+	deadline := time.Now().Add(5 * time.Second)
 	for _, id := range append(ids, cancelIDs...) {
-		if !strings.Contains(logs, `msg="task finished" task=`+id) {
+		for !strings.Contains(a.logs.String(), `msg="task finished" task=`+id) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(a.logs.String(), `msg="task finished" task=`+id) {
 			t.Errorf("task %s: A's log has no \"task finished\" line for it", id)
 		}
 		if regexp.MustCompile(`task=` + regexp.QuoteMeta(id) + ` tool=\S+ attempt=`).MatchString(b.logs.String()) {
