@@ -75,7 +75,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		writeRPCError(w, m.ID, err)
 		return true
 	}
-	res, err := s.createTask(r.Context(), t, &taskRequest{args: args, caps: caps, meta: m.Params.Meta.raw, key: key,
+	res, err := s.createTask(r.Context(), t, &taskRequest{args: args, caps: caps, meta: rawMeta(m.body), key: key,
 		principal: s.httpPrincipal(r), header: r.Header, trace: m.Params.Meta})
 	if err != nil {
 		writeRPCError(w, m.ID, err)

@@ -42,8 +42,21 @@ func TestTaskMetaKept(t *testing.T) {
 func BenchmarkTaskMeta(b *testing.B) {
 	raw := json.RawMessage(clientMeta)
 	for b.Loop() {
-		if _, err := taskMeta(raw); err != nil {
-			b.Fatal(err)
+		if kept, err := taskMeta(raw); err != nil || kept == nil {
+			b.Fatal(kept, err)
+		}
+	}
+}
+
+// BenchmarkParse is the guard's decode of a typical tasks/get, the path of
+// every poll.
+func BenchmarkParse(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tasks/get","params":{"_meta":` + clientMeta +
+		`,"taskId":"AaI7FjRyf13lqkLz3wraOp5FskJ6Vkdb"}}`)
+	for b.Loop() {
+		var m message
+		if code, _ := m.parse(body); code != 0 || m.Params.Meta == nil {
+			b.Fatal(code)
 		}
 	}
 }

@@ -118,10 +118,11 @@ type toolEntry struct {
 // The handler runs inline (a synchronous call) or inside a task, on
 // whichever process claims it. Either way, [Elicit] asks the client a
 // question, [SetStatus] reports progress and [CallFrom] tells which it is.
-// Inside a task, req.Session is nil and req.Params.Meta holds the
-// protocol version and client capabilities of the call that created the
-// task (the other _meta keys are not kept); ctx is cancelled by
-// tasks/cancel, with a cause that tells why (see [ErrCancelRequested]).
+// Inside a task, req.Session is nil and req.Params.Meta holds the _meta of
+// the call that created the task, with its protocol version and client
+// capabilities but without its progress token (see [MaxTaskMetaBytes]);
+// ctx is cancelled by tasks/cancel, with a cause that tells why (see
+// [ErrCancelRequested]).
 //
 // A plain error from the handler becomes a result with isError set, while
 // a *jsonrpc.Error or *task.Error becomes a protocol error (a failed task).

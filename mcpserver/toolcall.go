@@ -85,9 +85,8 @@ func CallFrom(ctx context.Context) *Call {
 }
 
 // Request returns go-sdk's request of the call. Inside a task it is
-// rebuilt from the task: its Session is nil, and Params.Meta holds only the
-// protocol version and client capabilities of the call that created the
-// task.
+// rebuilt from the task: its Session is nil, and Params.Meta holds the
+// _meta of the call that created the task, but its progress token.
 func (c *Call) Request() *mcp.CallToolRequest { return c.req }
 
 // InTask reports whether the call runs as a task (rather than inline).
