@@ -215,7 +215,8 @@ func (l *legacy) do(ctx context.Context, c *Client, k *call, onRequest func(*mes
 		}
 		rctx, cancel := c.requestContext(ctx, k.method)
 		res, _, err := c.exchange(rctx, k.method, id, body, l.headers(), onRequest)
-		if err != nil && rctx.Err() != nil {
+		if err != nil && rctx.Err() != nil && k.method != "tasks/result" {
+			// tasks/result only waits, and a poll cuts it on purpose.
 			l.cancelled(ctx, c, id, context.Cause(rctx))
 		}
 		cancel()
@@ -236,7 +237,8 @@ const legacyCancelTimeout = 2 * time.Second
 
 // cancelled tells the server that the client gave up on request id (its
 // context ended: cause), so that the server stops its work, as 2025-11-25
-// asks: over HTTP, a closed connection does not cancel a request.
+// asks: over HTTP, a closed connection does not cancel a request. (Not for
+// tasks/result, which does no work, and which a poll cuts on purpose.)
 func (l *legacy) cancelled(ctx context.Context, c *Client, id int64, cause error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), legacyCancelTimeout)
 	defer cancel()

@@ -63,13 +63,15 @@ func (t *Task) resultCall() *call {
 	return k
 }
 
-// legacyOutcome sets st from what tasks/result returned: res, or, for a
-// failed task, the JSON-RPC error err. Other errors, and any error for a
-// task that completed, are returned: the poll failed, not the task.
+// legacyOutcome sets st from what tasks/result returned: res, or the
+// JSON-RPC error err of a task that failed (tasks/get said so, or the task
+// ended while tasks/result waited for it). Other errors, and any error for
+// a task that tasks/get said completed, are returned: the poll failed, not
+// the task.
 func (t *Task) legacyOutcome(st *TaskStatus, res json.RawMessage, err error) error {
 	var re *Error
 	switch {
-	case st.Status == task.Failed && errors.As(err, &re):
+	case st.Status != task.Completed && errors.As(err, &re):
 		st.Status = task.Failed
 		st.Error = &Error{Code: re.Code, Message: re.Message, Data: re.Data}
 		return nil

@@ -186,9 +186,10 @@ func TestLegacyFindsOut(t *testing.T) {
 }
 
 // TestLegacyFlakyServer: against a 2025-11-25 server that stops answering,
-// RequestTimeout bounds a tasks/get as it does in 2026-07-28; and an error
-// of tasks/result for a task that tasks/get says completed is a failed
-// poll, not the task's failure.
+// RequestTimeout bounds a tasks/get as it does in 2026-07-28; an error of
+// tasks/result for a task that tasks/get says completed is a failed poll,
+// not the task's failure; and one for a task that was waiting for input is
+// the task's failure.
 func TestLegacyFlakyServer(t *testing.T) {
 	t.Parallel()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,6 +211,10 @@ func TestLegacyFlakyServer(t *testing.T) {
 			reply(`"result":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"x","version":"0"}}`)
 		case m.Method == "tasks/get" && m.Params.TaskID == "silent":
 			<-r.Context().Done() // the server stops answering
+		case m.Method == "tasks/get" && m.Params.TaskID == "asks":
+			reply(`"result":{"taskId":"asks","status":"input_required","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:01Z","ttl":60000}`)
+		case m.Method == "tasks/result" && m.Params.TaskID == "asks": // it failed while it waited
+			reply(`"error":{"code":-32001,"message":"the tool gave up"}`)
 		case m.Method == "tasks/get":
 			reply(`"result":{"taskId":"done","status":"completed","createdAt":"2025-11-25T10:00:00Z","lastUpdatedAt":"2025-11-25T10:00:01Z","ttl":60000}`)
 		case m.Method == "tasks/result":
@@ -226,5 +231,8 @@ func TestLegacyFlakyServer(t *testing.T) {
 	}
 	if st, err := c.Task("done").Get(testContext(t)); !errors.Is(err, client.ErrInternal) {
 		t.Errorf("a completed task whose tasks/result fails: %+v, %v; want the poll's error", st, err)
+	}
+	if st, err := c.Task("asks").Get(testContext(t)); err != nil || st.Status != task.Failed || st.Error == nil || st.Error.Code != -32001 {
+		t.Errorf("a task that fails while its question waits: %+v, %v; want it failed with -32001", st, err)
 	}
 }

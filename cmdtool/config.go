@@ -102,6 +102,10 @@ type compiled struct {
 	env     []envVar
 	confirm *template
 	schema  *jsonschema.Resolved
+	// argVars maps each MCPTASKS_ARG_* variable of a property of the
+	// schema to that property, with env_args: an argument of another name
+	// may not fill it (see Tool.env).
+	argVars map[string]string
 }
 
 type envVar struct {
@@ -525,13 +529,13 @@ func (p *toolParser) finish(n *yaml.Node) {
 			}
 		}
 		if t.EnvArgs {
-			byVar := map[string]string{}
+			c.argVars = map[string]string{}
 			for _, name := range slices.Sorted(maps.Keys(props)) {
 				v := ArgEnvName(name)
-				if other, clash := byVar[v]; clash {
+				if other, clash := c.argVars[v]; clash {
 					p.errorf(p.keys["env_args"], p.field+".env_args", "properties %q and %q would both be passed in %s; rename one of them", other, name, v)
 				}
-				byVar[v] = name
+				c.argVars[v] = name
 			}
 		}
 	}

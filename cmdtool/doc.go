@@ -62,11 +62,12 @@
 // and an environment of PATH, HOME and LANG from the server (plus
 // inherit_env), MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT inside a task, the
 // MCPTASKS_ARG_* variables with env_args, and env. Nothing else of the
-// server's environment leaks into it, secrets included. With env_args,
-// two arguments that would be passed in one variable (target-dir and
-// target_dir) are refused: at load for properties of input_schema, at call
-// time for any others, so that an argument the schema does not check
-// cannot replace one it does.
+// server's environment leaks into it, secrets included. With env_args, an
+// argument that would be passed in the variable of a property of another
+// name (target_dir for target-dir) is refused, sent with that property or
+// not, as are two properties (at load) or two other arguments that share a
+// variable: an argument the schema does not check cannot fill the variable
+// of one it does.
 //
 // Each line of stdout and stderr ("\n" or "\r" ends one) may become the
 // task's status message: the last line, or with progress only the lines

@@ -157,9 +157,11 @@ func expandArg(a template, args map[string]any) []string {
 
 // env builds the command's environment, later entries taking precedence:
 // the inherited variables, MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT, the
-// MCPTASKS_ARG_* variables, then the tool's env. Two arguments that
-// env_args would pass in one variable (target-dir and target_dir) are an
-// error: the one the schema does not check could replace the one it does.
+// MCPTASKS_ARG_* variables, then the tool's env. An argument that env_args
+// would pass in the variable of a property of another name (target_dir
+// for target-dir), sent or not, and two undeclared arguments that share a
+// variable, are an error: an argument the schema does not check must not
+// fill the variable of one it does.
 func (t *Tool) env(args map[string]any, run *engine.Run) ([]string, error) {
 	env := []string{} // never nil: exec takes a nil Env as the whole of the server's
 	for _, k := range append(slices.Clone(inheritedEnv), t.InheritEnv...) {
@@ -182,6 +184,9 @@ func (t *Tool) env(args map[string]any, run *engine.Run) ([]string, error) {
 				continue
 			}
 			v := ArgEnvName(k)
+			if owner, ok := t.c.argVars[v]; ok && owner != k {
+				return nil, fmt.Errorf("invalid arguments: %q would be passed in %s, the variable of property %q (env_args); send %q instead", k, v, owner, owner)
+			}
 			if other, clash := byVar[v]; clash {
 				return nil, fmt.Errorf("invalid arguments: %q and %q would both be passed in %s (env_args); send only one of them", other, k, v)
 			}

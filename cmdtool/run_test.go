@@ -218,9 +218,11 @@ func TestHandle_EmptyEnv(t *testing.T) {
 	}
 }
 
-// TestHandle_EnvArgsClash: with env_args, two arguments that would be
-// passed in one variable are refused, so that one the schema does not
-// declare (and so does not check) cannot replace one it does.
+// TestHandle_EnvArgsClash: with env_args, an argument that would be passed
+// in the variable of a property of another name is refused, whether that
+// property is sent or not, and so are two undeclared arguments that share
+// a variable: an argument the schema does not check cannot fill the
+// variable of one it does.
 func TestHandle_EnvArgsClash(t *testing.T) {
 	tool := loadTool(t, t.TempDir(), `tools:
   - name: env
@@ -228,9 +230,15 @@ func TestHandle_EnvArgsClash(t *testing.T) {
     argv: [env]
     env_args: true
 `)
-	_, err := callInline(t.Context(), t, tool, map[string]any{"target-dir": "safe", "target_dir": "../../etc"})
-	if err == nil || !strings.Contains(err.Error(), "MCPTASKS_ARG_TARGET_DIR") {
-		t.Errorf("call with target-dir and target_dir: %v, want an error naming MCPTASKS_ARG_TARGET_DIR", err)
+	for _, args := range []map[string]any{
+		{"target-dir": "safe", "target_dir": "../../etc"},
+		{"target_dir": "../../etc"}, // the declared one left out
+		{"other-x": "a", "other_x": "b"},
+	} {
+		_, err := callInline(t.Context(), t, tool, args)
+		if err == nil || !strings.Contains(err.Error(), "MCPTASKS_ARG_") {
+			t.Errorf("call with %v: %v, want an error naming the variable", args, err)
+		}
 	}
 }
 

@@ -254,6 +254,17 @@ func TestSessions_PerAccount(t *testing.T) {
 			t.Errorf("vic's session %d alive: %v, want only the last 2", i, alive)
 		}
 	}
+	// The one account of a console without tokens, whose every cookieless
+	// request starts a session, is not bound so.
+	var locals []*session
+	for range 5 {
+		locals = append(locals, s.create(localAccount))
+	}
+	for i, l := range locals {
+		if s.get(l.id) == nil {
+			t.Errorf("local session %d ended by the per-account bound", i)
+		}
+	}
 	// The global bound still holds.
 	for i := range 20 {
 		s.create(Account{Name: fmt.Sprint("user", i), Role: Viewer})

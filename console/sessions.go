@@ -23,8 +23,9 @@ type session struct {
 
 // sessions holds the sessions of one console process, in memory: a restart
 // signs everyone out. At most max sessions are kept, and perAccount of one
-// account; past either bound the oldest (of the account, if its bound)
-// goes first.
+// account (but the local account of a console without tokens, whose every
+// cookieless request starts one); past either bound the oldest (of the
+// account, if its bound) goes first.
 type sessions struct {
 	ttl        time.Duration
 	max        int
@@ -46,9 +47,11 @@ func (s *sessions) create(a Account) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var mine []string // the account's sessions, oldest first
-	for _, id := range s.order {
-		if s.byID[id].account == a {
-			mine = append(mine, id)
+	if a != localAccount { // the one account of a console without tokens
+		for _, id := range s.order {
+			if s.byID[id].account == a {
+				mine = append(mine, id)
+			}
 		}
 	}
 	for len(mine) >= s.perAccount {

@@ -169,7 +169,7 @@ func (s *Server) legacyInitialize(lr *legacyRequest, body []byte, next http.Hand
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, err.Error())
 		return
 	}
-	sid, err := encodeSession(s.sessionKey, &legacySession{Principal: lr.principal, Capabilities: caps})
+	sid, err := encodeSession(s.sessionKey, &legacySession{Principal: lr.principal, Capabilities: caps, Nonce: newSessionNonce()})
 	if err != nil {
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInternalError, "cannot issue a session id")
 		return

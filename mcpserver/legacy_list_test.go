@@ -152,6 +152,11 @@ func TestLegacyInlineCancel(t *testing.T) {
 	}})
 	t.Cleanup(func() { close(release) }) // before the server's cleanup
 	s := initialize(t, c, "a-token")
+	// Each initialize is a session of its own, even for one principal
+	// with the same capabilities: its request ids name its calls.
+	if other := initialize(t, c, "a-token"); other.id == s.id {
+		t.Fatal("two initialize of one principal share a session id")
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
 		strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"block","arguments":{}}}`))

@@ -31,6 +31,18 @@ type legacySession struct {
 	// Capabilities are the client capabilities of initialize, without
 	// extensions (which mean nothing under 2025-11-25).
 	Capabilities json.RawMessage `json:"c"`
+	// Nonce makes each initialize's session id its own: two clients of
+	// one principal with the same capabilities must not share a session,
+	// whose request ids (numbered from 1 by each) name its requests in
+	// flight (legacyCalls). Empty in the ids of earlier versions.
+	Nonce string `json:"n,omitempty"`
+}
+
+// newSessionNonce returns a random Nonce.
+func newSessionNonce() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+).
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // errBadSession is the error of a session id this server did not issue,

@@ -79,19 +79,18 @@ func (s *Server) Engine() *engine.Engine { return s.eng.Load() }
 // were cut short, and the store's if it does not close.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
-	var err error
+	var err, ierr error
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if ierr := s.inline.drain(ctx); ierr != nil {
-			s.log.Warn("tool calls still running inline at the drain deadline were cancelled", "err", ierr)
-		}
-	})
+	wg.Go(func() { ierr = s.inline.drain(ctx) })
 	if eng := s.eng.Load(); eng != nil {
 		if err = eng.Shutdown(ctx); err != nil {
 			err = fmt.Errorf("mcpserver: tasks still running at the drain deadline resume elsewhere after their lease: %w", err)
 		}
 	}
 	wg.Wait()
+	if ierr != nil {
+		err = errors.Join(err, fmt.Errorf("mcpserver: tool calls running inline at the drain deadline were cancelled: %w", ierr))
+	}
 	s.EndSubscriptions()
 	s.mu.Lock()
 	stopFeed := s.stopFeed

@@ -61,6 +61,9 @@ func TestShutdown_InlineCalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err = srv.Shutdown(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Shutdown = %v, want the deadline's error: it cut a call short", err)
+	}
 	select {
 	case cause := <-stopped:
 		if !errors.Is(cause, mcpserver.ErrShutdown) {
