@@ -46,7 +46,7 @@ func (s *sessions) create(a Account) *session {
 	se := &session{id: randomToken(), csrf: randomToken(), account: a, expires: s.now().Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var mine []string // the account's sessions, oldest first
+	var mine []string      // the account's sessions, oldest first
 	if a != localAccount { // the one account of a console without tokens
 		for _, id := range s.order {
 			if s.byID[id].account == a {
