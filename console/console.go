@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -88,7 +89,9 @@ type Options struct {
 	// (DefaultOverviewTTL if zero).
 	OverviewTTL time.Duration
 	// MaxLive bounds the live pages open at once (DefaultMaxLive if
-	// zero); more get HTTP 503 and re-connect later.
+	// zero), and half of it those of one account (but the local account
+	// of a console without tokens), so that one account cannot hold them
+	// all; more get HTTP 503 and re-connect later.
 	MaxLive int
 }
 
@@ -104,6 +107,10 @@ type Console struct {
 	handler  http.Handler
 	live     chan struct{} // a token per open live page
 	overview overviewCache
+
+	liveMu   sync.Mutex
+	liveOf   map[Account]int // open live pages by account
+	liveEach int             // most open live pages of one account
 }
 
 var _ http.Handler = (*Console)(nil)
@@ -150,6 +157,7 @@ func New(st store.Store, c Canceller, opts *Options) (*Console, error) {
 	}
 	con.sessions = newSessions(o.SessionTTL, maxSessions, maxAccountSessions, o.Now)
 	con.live = make(chan struct{}, o.MaxLive)
+	con.liveOf, con.liveEach = map[Account]int{}, max(o.MaxLive/2, 1)
 	con.overview.ttl = o.OverviewTTL
 	con.handler = http.NewCrossOriginProtection().Handler(con.routes())
 	return con, nil

@@ -96,6 +96,33 @@ func (f *StoreFeed) Subscribe() (<-chan struct{}, func()) {
 	})
 }
 
+// takeLive takes a live page's place, of MaxLive in all and of half of it
+// for the account (but the local one), or reports false.
+func (c *Console) takeLive(a Account) bool {
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	if a != localAccount && c.liveOf[a] >= c.liveEach {
+		return false
+	}
+	select {
+	case c.live <- struct{}{}:
+		c.liveOf[a]++
+		return true
+	default:
+		return false
+	}
+}
+
+// giveLive gives back the place takeLive took.
+func (c *Console) giveLive(a Account) {
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	<-c.live
+	if c.liveOf[a]--; c.liveOf[a] == 0 {
+		delete(c.liveOf, a)
+	}
+}
+
 // keepAlive is how often an idle live stream sends a comment, so that
 // proxies keep it open.
 const keepAlive = 15 * time.Second
@@ -108,14 +135,12 @@ const keepAlive = 15 * time.Second
 // while its stream is open gets a "signedout" event at the next change or
 // keep-alive, and nothing more.
 func (c *Console) stream(w http.ResponseWriter, r *http.Request, se *session, render func(ctx context.Context) (b []byte, done bool, err error)) {
-	select {
-	case c.live <- struct{}{}:
-		defer func() { <-c.live }()
-	default:
+	if !c.takeLive(se.account) {
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "Too many live pages are open; this one will try again.", http.StatusServiceUnavailable)
 		return
 	}
+	defer c.giveLive(se.account)
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

@@ -201,6 +201,22 @@ func TestLive_Bounded(t *testing.T) {
 	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
 		t.Errorf("a second live page with MaxLive 1 = %d, want 503 with Retry-After", res.StatusCode)
 	}
+	// One account holds at most half of MaxLive; another still gets one.
+	h4 := newHarness(t, memoryBackend, Options{Feed: &manualFeed{}, MaxLive: 4}, false)
+	srv4 := httptest.NewServer(h4.con)
+	t.Cleanup(srv4.Close)
+	victor := liveClient(t, srv4, victorToken)
+	for i := range 2 {
+		if _, res := openStream(t, victor, srv4.URL+"/live/tasks"); res.StatusCode != http.StatusOK {
+			t.Fatalf("victor's live page %d = %d, want 200", i+1, res.StatusCode)
+		}
+	}
+	if _, res := openStream(t, victor, srv4.URL+"/live/tasks"); res.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("victor's third live page with MaxLive 4 = %d, want 503", res.StatusCode)
+	}
+	if _, res := openStream(t, liveClient(t, srv4, aliceToken), srv4.URL+"/live/tasks"); res.StatusCode != http.StatusOK {
+		t.Errorf("alice's live page while victor holds his half = %d, want 200", res.StatusCode)
+	}
 	// Without a session, a stream is refused, not sent to the sign-in form.
 	_, res = openStream(t, http.DefaultClient, srv.URL+"/live/tasks")
 	if res.StatusCode != http.StatusUnauthorized {
