@@ -116,8 +116,12 @@ func execute(ctx context.Context, inv *invocation) (*outcome, error) {
 	// id) cannot be reused: kill the rest of the group, then reap.
 	g.signal(syscall.SIGKILL)
 	<-exited
+	reaping := time.Now()
 	err := g.reap()
-	o.ioIncomplete = errors.Is(err, exec.ErrWaitDelay)
+	// Wait reports ErrWaitDelay for a command that succeeded only (an
+	// ExitError wins): the time it took to drain the pipes of an exited
+	// command tells it for the others.
+	o.ioIncomplete = errors.Is(err, exec.ErrWaitDelay) || time.Since(reaping) >= ioWait
 	o.state = cmd.ProcessState
 	if o.state == nil { // wait itself failed: nothing to report on
 		return nil, fmt.Errorf("wait for the command: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -274,6 +275,28 @@ func TestExecute_OrphanKilled(t *testing.T) {
 	}
 	pgid, _ := strconv.Atoi(strings.TrimPrefix(l.await(t, "pgid ", time.Second), "pgid "))
 	waitGroupGone(t, pgid, 5*time.Second)
+}
+
+// TestExecute_IncompleteOnFailure checks that output cut at ioWait (a
+// process that left the group holds stdout open) is reported as possibly
+// incomplete when the command fails too, not only when it succeeds.
+func TestExecute_IncompleteOnFailure(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Skip("no setsid")
+	}
+	// The script exits once the escaped process has left the group (its
+	// file is there), so that the group's SIGKILL cannot reach it.
+	script := writeScript(t, t.TempDir(), "escape.sh",
+		"setsid sh -c 'touch \"$0.left\"; sleep 3; echo late' \"$0\" &\n"+
+			"until [ -e \"$0.left\" ]; do sleep 0.01; done\necho early\nexit 3\n")
+	o, err := execute(t.Context(), shInvocation(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.state.ExitCode() != 3 || !o.ioIncomplete {
+		t.Errorf("exit %d, output incomplete %v; want 3 and true", o.state.ExitCode(), o.ioIncomplete)
+	}
 }
 
 func TestExecute_Truncates(t *testing.T) {
