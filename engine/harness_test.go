@@ -253,6 +253,7 @@ type faultStore struct {
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
 	blipStep    atomic.Int32 // so many next SaveStep calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
+	blipFinish  atomic.Int32 // so many next Finish calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 	failCreate  atomic.Int32 // so many next Create calls fail without writing
 	hbCalls     atomic.Int32 // HeartbeatMany calls
@@ -391,6 +392,9 @@ func (f *faultStore) SaveStep(ctx context.Context, p store.StepParams) (json.Raw
 
 func (f *faultStore) Finish(ctx context.Context, p store.FinishParams) error {
 	err := f.check()
+	if err == nil && f.blipFinish.Add(-1) >= 0 {
+		err = errStoreDown
+	}
 	if err == nil {
 		err = f.Store.Finish(ctx, p)
 	}

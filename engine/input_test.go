@@ -291,6 +291,31 @@ func TestSetStatusRetried(t *testing.T) {
 	})
 }
 
+// TestFinishRetried: the write of a run's end rides out store errors too
+// (for at most a lease), the heartbeat keeping the lease meanwhile: a tool
+// that is not re-run completes, where one failed write had left its lease
+// to run out and the task to fail as lost.
+func TestFinishRetried(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.blipFinish.Store(12) // 10 ms doubling to 1 s: about 6 s of errors
+		var runs atomic.Int32
+		h := func(context.Context, *Run) (json.RawMessage, error) {
+			runs.Add(1)
+			return json.RawMessage(`"done"`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "once", Handler: h}}, Options{})
+		r := create(t, e, "once")
+		time.Sleep(3 * testLease)
+		synctest.Wait()
+		done := wantStatus(t, mem, r.ID, task.Completed)
+		if runs.Load() != 1 || string(done.Result) != `"done"` {
+			t.Errorf("ran %d times, result %s; want once, \"done\"", runs.Load(), done.Result)
+		}
+	})
+}
+
 // TestRequestInputStoreDownLosesLease: a store that stays away while the
 // first request is retried ends the run when the lease runs out, without a
 // result; the next claim applies the tool's retry policy, which re-runs the

@@ -254,9 +254,27 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	defer span.End()
 	x.span = span
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
+	// finish writes the run's end. A store error is retried with backoff,
+	// as a handler's writes are (storeCall), while the run is still tracked
+	// (the heartbeat keeps its lease) and for at most a lease: a run that
+	// finished must not be lost to one failed write, which would leave its
+	// lease to run out and the task to be taken for lost (failed, or run
+	// again). The store's fence ends the retries once the lease is gone.
 	finish := func(p store.FinishParams) {
-		p.FenceParams = fence()
-		if err := x.st.Finish(runCtx, p); err != nil {
+		giveUp := e.now().Add(e.opts.Lease)
+		backoff := minStoreBackoff
+		for {
+			p.FenceParams = fence()
+			err := x.st.Finish(runCtx, p)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, store.ErrLeaseLost) && e.now().Before(giveUp) {
+				log.Warn("finish task failed; retrying", "status", p.Status, "retry_in", backoff, "err", err)
+				time.Sleep(backoff)
+				backoff = min(2*backoff, maxStoreBackoff)
+				continue
+			}
 			level := slog.LevelWarn
 			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)
@@ -290,14 +308,13 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	ctx, cancel := context.WithCancelCause(runCtx)
 	defer cancel(nil)
 	x.tool, x.log, x.cancel, x.input, x.parked = t, log, cancel, make(chan struct{}, 1), e.draining
-	var cause error
-	res, err := func() (json.RawMessage, error) {
-		e.track(x)
-		defer e.untrack(x) // also when the handler ends its goroutine (runtime.Goexit)
-		res, err := callHandler(ctx, t.Handler, &Run{e: e, x: x, rec: c.Record})
-		cause = context.Cause(ctx)
-		return res, err
-	}()
+	e.track(x)
+	// After finish, so that the heartbeat keeps the lease while a failed
+	// write of the end is retried; also when the handler ends its
+	// goroutine (runtime.Goexit runs this function's deferred calls too).
+	defer e.untrack(x)
+	res, err := callHandler(ctx, t.Handler, &Run{e: e, x: x, rec: c.Record})
+	cause := context.Cause(ctx)
 	cancel(nil)
 
 	switch {
