@@ -101,14 +101,19 @@ func (e *Engine) heartbeatOnce() {
 		e.log.Warn("heartbeat", "tasks", len(leases), "err", err)
 		return
 	}
+	gone := make([]bool, len(live)) // runs that ended while the call ran: their end, not a loss
 	e.mu.Lock()
 	for i, x := range live {
+		gone[i] = e.running[x.id] != x
 		if !sts[i].Lost {
 			x.held = now.Add(e.opts.Lease)
 		}
 	}
 	e.mu.Unlock()
 	for i, x := range live {
+		if gone[i] {
+			continue
+		}
 		switch st := sts[i]; {
 		case st.Lost:
 			x.log.Warn("lease lost")

@@ -283,6 +283,7 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 			spanFinishFailed(span, err)
 			return
 		}
+		e.untrack(x) // ended: a heartbeat would find its lease gone
 		e.obs.TaskFinished(c.Tool, p.Status)
 		spanFinished(span, p)
 		log.Info("task finished", "status", p.Status)
