@@ -24,6 +24,15 @@ import (
 // The parameters are now, the limit (NULL: no limit), the owner, the new
 // lease expiry, and, in claimToolsSQL, the tools. The predicate is that of
 // store.Claimable, given that the table allows only the five statuses.
+//
+// Two costs of that index. It holds (created_at, id) only, and its
+// condition takes in every task a worker holds: lease_expires_at is in no
+// index (so that heartbeats stay HOT updates), so a claim that finds
+// nothing reads the row of each held task older than the first claimable
+// one. And since migration 007, whose condition names status and
+// lease_owner, a claim, a release, a suspension and a finish update the
+// index: migration 001's note that claims are HOT updates holds no longer
+// for them; heartbeats, status messages and steps still are.
 const (
 	claimSQL      = claimHead + claimTail
 	claimToolsSQL = claimHead + `AND tool = ANY($5)` + claimTail
