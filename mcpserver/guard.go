@@ -126,8 +126,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		if msg.ID != nil && r.Header.Get("MCP-Protocol-Version") == task.LegacyProtocolVersion && r.Context().Value(requestKey{}) == nil {
 			// A 2025-11-25 request over HTTP, which its session's
-			// notifications/cancelled may end (see legacyCalls).
-			ctx, done := s.legacyCalls.track(r.Context(), s.httpPrincipal(r), r.Header.Get("Mcp-Session-Id"), msg.ID)
+			// notifications/cancelled may end, and nothing else (see
+			// legacyCallKey).
+			ctx, done := s.legacyCalls.track(context.WithoutCancel(r.Context()), legacyCallKey(s.httpPrincipal(r), r.Header.Get("Mcp-Session-Id"), msg.ID))
 			defer done()
 			r = r.WithContext(ctx)
 		}

@@ -122,7 +122,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 				RequestID json.RawMessage `json:"requestId"`
 			}
 			if json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
-				s.legacyCalls.cancel(lr.principal, sid, p.RequestID)
+				s.legacyCalls.cancel(legacyCallKey(lr.principal, sid, p.RequestID))
 			}
 		}
 		return false // a notification: go-sdk acknowledges it

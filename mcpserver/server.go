@@ -182,7 +182,7 @@ type Server struct {
 	endOnce     sync.Once
 	inflight    *budget      // Options.MaxInflightBytes
 	sessionKey  []byte       // signs 2025-11-25 session ids
-	legacyCalls legacyCalls  // 2025-11-25 requests that notifications/cancelled may end
+	legacyCalls cancellable  // 2025-11-25 requests that notifications/cancelled may end
 	inline      inlineCalls  // tools/call requests in flight, which Shutdown drains
 	trc         trace.Tracer // nil without Options.TracerProvider
 }

@@ -35,7 +35,7 @@ import (
 // are then stopped (their tasks live on in the store; stdio has nobody
 // left to answer).
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	b := &stdioBridge{h: s.Handler(), out: out, inflight: map[string]context.CancelFunc{}}
+	b := &stdioBridge{h: s.Handler(), out: out}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	var wg sync.WaitGroup
@@ -68,10 +68,11 @@ type stdioBridge struct {
 	outMu sync.Mutex
 	out   io.Writer
 
-	mu       sync.Mutex
-	session  string // the Mcp-Session-Id of initialize, if any
-	version  string // the protocol version initialize negotiated, if any
-	inflight map[string]context.CancelFunc
+	mu      sync.Mutex
+	session string // the Mcp-Session-Id of initialize, if any
+	version string // the protocol version initialize negotiated, if any
+
+	calls cancellable // the requests in flight, by idKey
 }
 
 // handle serves one message from the client.
@@ -94,28 +95,13 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 		return
 	}
 	if m.Method == "notifications/cancelled" {
-		b.mu.Lock()
-		cancel := b.inflight[idKey(m.Params.RequestID)]
-		b.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
+		b.calls.cancel(idKey(m.Params.RequestID))
 		return
 	}
 	if m.Method != "" && m.ID != nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		defer cancel()
-		ctx = context.WithValue(ctx, requestKey{}, ctx) // see requestKey
-		key := idKey(m.ID)
-		b.mu.Lock()
-		b.inflight[key] = cancel
-		b.mu.Unlock()
-		defer func() {
-			b.mu.Lock()
-			delete(b.inflight, key)
-			b.mu.Unlock()
-		}()
+		var done func()
+		ctx, done = b.calls.track(ctx, idKey(m.ID))
+		defer done()
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(line))
 	h := req.Header

@@ -20,7 +20,7 @@ func TestStdioPlainError(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""},
 	} {
 		var out strings.Builder
-		b := &stdioBridge{out: &out, inflight: map[string]context.CancelFunc{},
+		b := &stdioBridge{out: &out,
 			h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				http.Error(w, "session not found", http.StatusNotFound)
 			})}
