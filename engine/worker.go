@@ -254,27 +254,23 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	defer span.End()
 	x.span = span
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
-	// finish writes the run's end. A store error is retried with backoff,
-	// as a handler's writes are (storeCall), while the run is still tracked
-	// (the heartbeat keeps its lease) and for at most a lease: a run that
-	// finished must not be lost to one failed write, which would leave its
-	// lease to run out and the task to be taken for lost (failed, or run
-	// again). The store's fence ends the retries once the lease is gone.
+	ctx, cancel := context.WithCancelCause(runCtx) // the handler's
+	defer cancel(nil)
+	x.cancel = cancel
+	run := &Run{e: e, x: x, rec: c.Record}
+	// finish writes the run's end, retried as a handler's writes are
+	// (storeCall), while the run is still tracked (the heartbeat keeps its
+	// lease) and for at most a lease: a run that finished must not be lost
+	// to one failed write, which would leave its lease to run out and the
+	// task to be taken for lost (failed, or run again). The store's fence
+	// ends the retries once the lease is gone.
 	finish := func(p store.FinishParams) {
-		giveUp := e.now().Add(e.opts.Lease)
-		backoff := minStoreBackoff
-		for {
+		fctx, stop := context.WithTimeout(runCtx, e.opts.Lease)
+		defer stop()
+		if err := run.storeCall(fctx, "finish", func(ctx context.Context) error {
 			p.FenceParams = fence()
-			err := x.st.Finish(runCtx, p)
-			if err == nil {
-				break
-			}
-			if !errors.Is(err, store.ErrLeaseLost) && e.now().Before(giveUp) {
-				log.Warn("finish task failed; retrying", "status", p.Status, "retry_in", backoff, "err", err)
-				time.Sleep(backoff)
-				backoff = min(2*backoff, maxStoreBackoff)
-				continue
-			}
+			return x.st.Finish(ctx, p)
+		}); err != nil {
 			level := slog.LevelWarn
 			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)
@@ -306,15 +302,13 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 		log.Warn("re-running task after a lost worker")
 	}
 
-	ctx, cancel := context.WithCancelCause(runCtx)
-	defer cancel(nil)
-	x.tool, x.log, x.cancel, x.input, x.parked = t, log, cancel, make(chan struct{}, 1), e.draining
+	x.tool, x.log, x.input, x.parked = t, log, make(chan struct{}, 1), e.draining
 	e.track(x)
 	// After finish, so that the heartbeat keeps the lease while a failed
 	// write of the end is retried; also when the handler ends its
 	// goroutine (runtime.Goexit runs this function's deferred calls too).
 	defer e.untrack(x)
-	res, err := callHandler(ctx, t.Handler, &Run{e: e, x: x, rec: c.Record})
+	res, err := callHandler(ctx, t.Handler, run)
 	cause := context.Cause(ctx)
 	cancel(nil)
 
