@@ -105,10 +105,10 @@ type Console struct {
 	sessions *sessions
 	pages    map[string]*template.Template
 	handler  http.Handler
-	live     chan struct{} // a token per open live page
 	overview overviewCache
 
 	liveMu   sync.Mutex
+	live     int             // open live pages
 	liveOf   map[Account]int // open live pages by account
 	liveEach int             // most open live pages of one account
 }
@@ -156,7 +156,6 @@ func New(st store.Store, c Canceller, opts *Options) (*Console, error) {
 		return nil, err
 	}
 	con.sessions = newSessions(o.SessionTTL, maxSessions, maxAccountSessions, o.Now)
-	con.live = make(chan struct{}, o.MaxLive)
 	con.liveOf, con.liveEach = map[Account]int{}, max(o.MaxLive/2, 1)
 	con.overview.ttl = o.OverviewTTL
 	con.handler = http.NewCrossOriginProtection().Handler(con.routes())

@@ -101,23 +101,19 @@ func (f *StoreFeed) Subscribe() (<-chan struct{}, func()) {
 func (c *Console) takeLive(a Account) bool {
 	c.liveMu.Lock()
 	defer c.liveMu.Unlock()
-	if a != localAccount && c.liveOf[a] >= c.liveEach {
+	if c.live >= c.opts.MaxLive || a != localAccount && c.liveOf[a] >= c.liveEach {
 		return false
 	}
-	select {
-	case c.live <- struct{}{}:
-		c.liveOf[a]++
-		return true
-	default:
-		return false
-	}
+	c.live++
+	c.liveOf[a]++
+	return true
 }
 
 // giveLive gives back the place takeLive took.
 func (c *Console) giveLive(a Account) {
 	c.liveMu.Lock()
 	defer c.liveMu.Unlock()
-	<-c.live
+	c.live--
 	if c.liveOf[a]--; c.liveOf[a] == 0 {
 		delete(c.liveOf, a)
 	}
