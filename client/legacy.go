@@ -232,7 +232,7 @@ func (l *legacy) do(ctx context.Context, c *Client, k *call, onRequest func(*mes
 }
 
 // legacyCancelTimeout bounds the notifications/cancelled of a request the
-// client gave up on, and the DELETE of Client.Close.
+// client gave up on.
 const legacyCancelTimeout = 2 * time.Second
 
 // cancelled tells the server that the client gave up on request id (its
@@ -253,20 +253,17 @@ func (l *legacy) cancelled(ctx context.Context, c *Client, id int64, cause error
 // HTTP transport asks of a client done with it. A server that does not
 // allow it (405) keeps the session until it expires.
 func (l *legacy) close(ctx context.Context, c *Client) error {
-	h := l.headers()
-	if h.Get(headerSessionID) == "" {
+	l.mu.Lock()
+	open := l.session != ""
+	l.mu.Unlock()
+	if !open {
 		return nil
 	}
-	resp, err := c.roundTripHTTP(ctx, http.MethodDelete, "DELETE session", nil, h)
-	if err != nil {
-		return err
+	err := l.send(ctx, c, http.MethodDelete, "DELETE session", nil)
+	if isStatus(err, http.StatusMethodNotAllowed) || isStatus(err, http.StatusNotFound) {
+		return nil // kept until it expires, or gone already
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 && resp.StatusCode != http.StatusMethodNotAllowed && resp.StatusCode != http.StatusNotFound {
-		b, _ := readLimited(resp.Body, maxErrorBodyInDescription)
-		return &HTTPError{StatusCode: resp.StatusCode, Body: snippet(b), Method: "DELETE session"}
-	}
-	return nil
+	return err
 }
 
 // Close ends the client's 2025-11-25 session, if it opened one (an HTTP
@@ -298,7 +295,13 @@ func isStatus(err error, status int) bool {
 // post POSTs a message that gets no response (a notification, or the
 // client's response to a request of the server).
 func (l *legacy) post(ctx context.Context, c *Client, method string, body []byte) error {
-	resp, err := c.roundTripHTTP(ctx, http.MethodPost, method, body, l.headers())
+	return l.send(ctx, c, http.MethodPost, method, body)
+}
+
+// send sends an HTTP request of verb in the session that gets no
+// JSON-RPC response, and returns an *HTTPError for a status other than 2xx.
+func (l *legacy) send(ctx context.Context, c *Client, verb, method string, body []byte) error {
+	resp, err := c.roundTripHTTP(ctx, verb, method, body, l.headers())
 	if err != nil {
 		return err
 	}
