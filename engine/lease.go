@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -77,7 +78,7 @@ func (e *Engine) heartbeatOnce() {
 		if !now.Before(held) {
 			// The store was unreachable for a whole lease: another worker
 			// may own the task by now, so this one must stop.
-			x.log.Warn("lease expired while the store was unreachable")
+			x.logAt(context.Background(), slog.LevelWarn, "lease expired while the store was unreachable")
 			x.cancel(errLeaseLost)
 			continue
 		}
@@ -116,7 +117,7 @@ func (e *Engine) heartbeatOnce() {
 		}
 		switch st := sts[i]; {
 		case st.Lost:
-			x.log.Warn("lease lost")
+			x.logAt(context.Background(), slog.LevelWarn, "lease lost")
 			x.cancel(errLeaseLost)
 		case st.CancelRequested:
 			x.cancel(errCancelRequested)

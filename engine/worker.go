@@ -27,19 +27,30 @@ var (
 
 // execution is one run of a handler on this process.
 type execution struct {
-	id      string
-	attempt int
-	tool    *Tool
-	log     *slog.Logger
-	cancel  context.CancelCauseFunc
-	input   chan struct{}   // buffered(1): answers may have arrived
-	parked  <-chan struct{} // closed by Shutdown: release if parked
-	slot    bool            // holds a worker slot; guarded by being used by one goroutine
-	span    trace.Span      // the run's span; records nothing without tracing
-	waiting atomic.Bool     // the handler waits in RequestInput
-	held    time.Time       // the lease as last extended; guarded by Engine.mu
-	create  *pendingCreate  // the task's create, if it waited for the first write
-	st      store.Store     // what the run writes to: the store, or a foldingStore of create
+	id       string
+	attempt  int
+	tool     *Tool
+	toolName string
+	log      *slog.Logger // the engine's: lines about the run go through logAt
+	cancel   context.CancelCauseFunc
+	input    chan struct{}   // buffered(1): answers may have arrived
+	parked   <-chan struct{} // closed by Shutdown: release if parked
+	slot     bool            // holds a worker slot; guarded by being used by one goroutine
+	span     trace.Span      // the run's span; records nothing without tracing
+	waiting  atomic.Bool     // the handler waits in RequestInput
+	held     time.Time       // the lease as last extended; guarded by Engine.mu
+	create   *pendingCreate  // the task's create, if it waited for the first write
+	st       store.Store     // what the run writes to: the store, or a foldingStore of create
+}
+
+// logAt writes a line about the run, naming its task, when level is
+// enabled. The attributes are added per line, not with slog's With, which
+// formats them at once: every run would pay for lines most never write.
+func (x *execution) logAt(ctx context.Context, level slog.Level, msg string, args ...any) {
+	if !x.log.Enabled(ctx, level) {
+		return
+	}
+	x.log.Log(ctx, level, msg, append([]any{"task", x.id, "tool", x.toolName, "attempt", x.attempt}, args...)...)
 }
 
 // wake tells the handler that its answers may have arrived.
@@ -237,7 +248,7 @@ func (e *Engine) freeSlot() {
 // execute runs one claimed task to its end, or until its lease is lost.
 // It owns one worker slot, taken by the caller, and gives it back.
 func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendingCreate) {
-	x := &execution{id: c.ID, attempt: c.Attempt, slot: true, held: c.LeaseExpiresAt, create: create, st: e.st}
+	x := &execution{id: c.ID, attempt: c.Attempt, toolName: c.Tool, log: e.log, slot: true, held: c.LeaseExpiresAt, create: create, st: e.st}
 	if create != nil {
 		x.st = foldingStore{Store: e.st, p: create}
 	}
@@ -247,7 +258,6 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 		}
 	}()
 	t := e.tools[c.Tool]
-	log := e.log.With("task", c.ID, "tool", c.Tool, "attempt", c.Attempt)
 	// The handler's ctx outlives loopCtx: Shutdown stops claiming first and
 	// cancels running handlers only when its drain deadline passes.
 	runCtx, span := e.startSpan(context.WithoutCancel(loopCtx), c)
@@ -275,14 +285,14 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)
 			}
-			log.Log(runCtx, level, "finish task", "status", p.Status, "err", err)
+			x.logAt(runCtx, level, "finish task", "status", p.Status, "err", err)
 			spanFinishFailed(span, err)
 			return
 		}
 		e.untrack(x) // ended: a heartbeat would find its lease gone
 		e.obs.TaskFinished(c.Tool, p.Status)
 		spanFinished(span, p)
-		log.Info("task finished", "status", p.Status)
+		x.logAt(runCtx, slog.LevelInfo, "task finished", "status", p.Status)
 	}
 	switch {
 	case c.CancelRequested:
@@ -299,10 +309,10 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 			Error: &task.Error{Code: task.CodeInternalError, Message: msg}})
 		return
 	case c.Lost:
-		log.Warn("re-running task after a lost worker")
+		x.logAt(runCtx, slog.LevelWarn, "re-running task after a lost worker")
 	}
 
-	x.tool, x.log, x.input, x.parked = t, log, make(chan struct{}, 1), e.draining
+	x.tool, x.input, x.parked = t, make(chan struct{}, 1), e.draining
 	e.track(x)
 	// After finish, so that the heartbeat keeps the lease while a failed
 	// write of the end is retried; also when the handler ends its
@@ -314,10 +324,10 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 
 	switch {
 	case cause == nil && errors.Is(err, ErrSuspended):
-		log.Debug("task suspended until its input arrives")
+		x.logAt(runCtx, slog.LevelDebug, "task suspended until its input arrives")
 		spanLeft(span, cause, err)
 	case errors.Is(cause, errLeaseLost), errors.Is(cause, errShutdown), errors.Is(err, ErrReleased):
-		log.Info("task left to another worker", "cause", cause, "err", err)
+		x.logAt(runCtx, slog.LevelInfo, "task left to another worker", "cause", cause, "err", err)
 		spanLeft(span, cause, err)
 	case errors.Is(cause, errCancelRequested):
 		finish(store.FinishParams{Status: task.Cancelled, StatusMessage: store.CancelledByRequest})
