@@ -69,6 +69,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		case methodListen:
 			if c, ok := ctx.Value(listenKey{}).(*listenCall); ok {
+				if v, _ := req.(versioned); v == nil || !DeclaresTasks(v.ProtocolVersion(), rawClientCapabilities(sdkMeta(req))) {
+					return nil, listenUndeclared()
+				}
 				return s.serveListenSDK(ctx, c, s.opts.Principal(req.GetExtra()))
 			}
 		case methodGet, methodUpdate, methodCancel:

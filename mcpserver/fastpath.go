@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"mime"
 	"net/http"
 	"strings"
 
@@ -104,8 +105,12 @@ func (s *Server) fastEligible(r *http.Request, m *message) bool {
 	if !isJSONObject(m.Params.Meta.ClientCapabilities) {
 		return false
 	}
-	if ct := h.Get("Content-Type"); ct != "application/json" && !strings.HasPrefix(ct, "application/json;") {
-		return false
+	if ct := h.Get("Content-Type"); ct != "application/json" {
+		// go-sdk's test: the media type as mime parses it, parameters
+		// and all (a parameter without a value is refused).
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return false
+		}
 	}
 	if !acceptsJSON(h.Values("Accept")) {
 		return false

@@ -3,10 +3,13 @@ package mcpserver_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
 // fastPathCheckedSDK is the go-sdk version whose answers the fast path was
@@ -103,6 +106,92 @@ func TestReplyID(t *testing.T) {
 		out := postRequest(h, "subscriptions/listen", "", body).Body.String()
 		if !strings.Contains(out, `{"jsonrpc":"2.0","id":"a<b>",`) {
 			t.Errorf("%s: subscriptions/listen with id \"a<b>\": %q, want the final response with the id as sent", route, out)
+		}
+	}
+}
+
+// TestRoutesAgree sends requests that the fast path declines, or that are
+// well-formed in unusual ways, to a server with the fast path and to one
+// without it, and wants the same answer, as the rule of each case demands.
+// Each case was an answer that differed between the routes, or broke a
+// rule on both.
+func TestRoutesAgree(t *testing.T) {
+	t.Parallel()
+	const noTasks = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	const tasks = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	cases := []struct {
+		name            string
+		method, mcpName string
+		header          map[string]string // set over mcptest.SetHeaders'
+		body            string
+		status          int   // the HTTP status both must answer
+		code            int64 // the JSON-RPC error code both must answer; 0: a result
+	}{
+		{
+			// TASKS-SPEC §3.2, §3.12: go-sdk takes the media type in any
+			// case, so the fast path declines it; the middleware refuses.
+			name: "listen without the extension, media type in capitals", method: "subscriptions/listen",
+			header: map[string]string{"Content-Type": "application/JSON"},
+			body:   `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + noTasks + `,"notifications":{"taskIds":["x"]}}}`,
+			status: http.StatusBadRequest, code: -32021,
+		},
+		{
+			name: "listen without the extension, a params member of another shape", method: "subscriptions/listen",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + noTasks + `,"name":5,"notifications":{"taskIds":["x"]}}}`,
+			status: http.StatusBadRequest, code: -32021,
+		},
+		{
+			// TASKS-SPEC §3.13: Mcp-Name must equal params.taskId.
+			name: "tasks/get with a wrong Mcp-Name and a params member of another shape", method: "tasks/get", mcpName: "y",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + tasks + `,"name":5,"taskId":"x"}}`,
+			status: http.StatusBadRequest, code: -32020,
+		},
+		{
+			name: "tasks/cancel without Mcp-Name, a params member of another shape", method: "tasks/cancel",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/cancel","params":{` + tasks + `,"notifications":5,"taskId":"x"}}`,
+			status: http.StatusBadRequest, code: -32020,
+		},
+		{
+			// go-sdk parses the media type: a parameter without a value
+			// is not application/json.
+			name: "a media type parameter without a value", method: "tasks/get", mcpName: "x",
+			header: map[string]string{"Content-Type": "application/json;foo"},
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + tasks + `,"taskId":"x"}}`,
+			status: http.StatusUnsupportedMediaType,
+		},
+		{
+			// TASKS-SPEC §2.12: a POST's Last-Event-ID is ignored.
+			name: "Last-Event-ID on a POST", method: "tasks/get", mcpName: "x",
+			header: map[string]string{"Last-Event-ID": "1"},
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + tasks + `,"taskId":"x"}}`,
+			status: http.StatusBadRequest, code: -32602, // x is not found
+		},
+	}
+	routes := map[string]http.Handler{"fast path": fuzzHandler(t, false), "go-sdk": fuzzHandler(t, true)}
+	for _, c := range cases {
+		for route, h := range routes {
+			req := httptest.NewRequest("POST", "/mcp", strings.NewReader(c.body))
+			mcptest.SetHeaders(req.Header, c.method, c.mcpName)
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			out := rec.Body.String()
+			if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
+				out = out[i+len("data: "):]
+			}
+			var msg struct {
+				Error *struct{ Code int64 } `json:"error"`
+			}
+			_ = json.Unmarshal([]byte(out), &msg)
+			var code int64
+			if msg.Error != nil {
+				code = msg.Error.Code
+			}
+			if rec.Code != c.status || code != c.code {
+				t.Errorf("%s, %s: HTTP %d, code %d (%.300s), want HTTP %d, code %d", c.name, route, rec.Code, code, out, c.status, c.code)
+			}
 		}
 	}
 }

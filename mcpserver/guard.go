@@ -30,6 +30,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A POST has no stream to resume: the header is ignored (TASKS-SPEC
+		// §2.12), where go-sdk would refuse the request.
+		r.Header.Del("Last-Event-ID")
 		// The body's bytes come out of the in-flight budget until the
 		// request is answered: its Content-Length, or the largest body
 		// allowed when it has none, until it is read.
@@ -87,11 +90,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			// as on the fast path). Without the Tasks extension declared
 			// it gets -32021 (TASKS-SPEC §3.2, §3.12): go-sdk knows nothing
 			// of taskIds and would acknowledge it.
-			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) && s.fastEligible(r, &msg) {
-				if !DeclaresTasks(fastPathVersion, msg.Params.Meta.ClientCapabilities) {
-					writeRPCError(w, msg.ID, missingTasksCapability("subscriptions/listen with notifications.taskIds"))
-					return
-				}
+			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) {
 				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
 			}
@@ -143,14 +142,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-// serveTaskListen serves a task subscription that go-sdk would accept up
-// to dispatch: it checks its ids and the principal's bounds, then serves it
-// on the fast path, or hands it to go-sdk's route (the middleware) with the
-// writer its events go to.
+// serveTaskListen serves a task subscription: it checks its ids and the
+// principal's bounds, then serves it on the fast path when go-sdk would
+// accept it up to dispatch, or hands it to go-sdk's route (the middleware)
+// with the writer its events go to. Either way a request that does not
+// declare the Tasks extension gets -32021 (TASKS-SPEC §3.2, §3.12): here,
+// or in the middleware once go-sdk has read its _meta (go-sdk itself knows
+// nothing of taskIds and would acknowledge it).
 func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *message, raw json.RawMessage, next http.Handler) {
 	ids, err := listenTaskIDs(raw, s.opts.MaxSubscribedTasks)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
+		return
+	}
+	fast := !s.opts.DisableFastPath && s.fastEligible(r, m)
+	if fast && !DeclaresTasks(fastPathVersion, m.Params.Meta.ClientCapabilities) {
+		writeRPCError(w, m.ID, listenUndeclared())
 		return
 	}
 	principal := s.httpPrincipal(r)
@@ -161,12 +168,18 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *mess
 	defer s.subs.release(principal, len(ids))
 	rw := &replyWriter{ResponseWriter: w}
 	c := &listenCall{id: m.ID, principal: principal, ids: ids, w: rw}
-	if !s.opts.DisableFastPath {
+	if fast {
 		s.serveListen(rw, r, c)
 		return
 	}
 	next.ServeHTTP(rw, r.WithContext(context.WithValue(r.Context(), listenKey{}, c)))
 	rw.finish(m.ID)
+}
+
+// listenUndeclared returns the refusal of a task subscription whose
+// request does not declare the Tasks extension.
+func listenUndeclared() error {
+	return missingTasksCapability("subscriptions/listen with notifications.taskIds")
 }
 
 // replyWriter is the writer go-sdk answers through: it holds back a

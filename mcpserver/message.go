@@ -109,7 +109,26 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	} else {
 		env = raw.envelope
 		if len(raw.Params) > 0 && decodeJSON(raw.Params, &m.Params) != nil {
-			m.Params = params{} // wrong shape: go-sdk reports it
+			// Wrong shape: go-sdk reports it, or serves the request if
+			// its own params type has no such member. The members that
+			// the guard's checks read are read apart, so that those
+			// checks hold whatever else the params hold (the fast path
+			// takes none of these requests: they have no _meta).
+			m.Params = params{}
+			var id struct {
+				TaskID json.RawMessage `json:"taskId"`
+			}
+			var listen struct {
+				Notifications *struct {
+					TaskIDs json.RawMessage `json:"taskIds"`
+				} `json:"notifications"`
+			}
+			if decodeJSON(raw.Params, &id) == nil {
+				m.Params.TaskID = id.TaskID
+			}
+			if decodeJSON(raw.Params, &listen) == nil {
+				m.Params.Notifications = listen.Notifications
+			}
 		}
 	}
 	if decodeJSON(env.JSONRPC, &m.JSONRPC) != nil || m.JSONRPC != "2.0" {

@@ -153,7 +153,7 @@ func (m anyMeta) Keys() []string {
 }
 
 // sdkMeta returns the params._meta of a go-sdk request of tools/call,
-// prompts/get, resources/read or tasks/*, and nil for other requests or
+// prompts/get, resources/read, tasks/* or subscriptions/listen, and nil for other requests or
 // absent params.
 func sdkMeta(req mcp.Request) anyMeta {
 	switch r := req.(type) {
@@ -174,6 +174,10 @@ func sdkMeta(req mcp.Request) anyMeta {
 			return anyMeta(r.Params.Meta)
 		}
 	case *mcp.ServerRequest[*UpdateParams]:
+		if r.Params != nil {
+			return anyMeta(r.Params.Meta)
+		}
+	case *mcp.SubscriptionsListenRequest:
 		if r.Params != nil {
 			return anyMeta(r.Params.Meta)
 		}
