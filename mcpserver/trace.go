@@ -153,8 +153,8 @@ func (m anyMeta) Keys() []string {
 }
 
 // sdkMeta returns the params._meta of a go-sdk request of tools/call,
-// prompts/get, resources/read, tasks/* or subscriptions/listen, and nil for other requests or
-// absent params.
+// prompts/get, resources/read, tasks/* or subscriptions/listen, and nil
+// for other requests or absent params.
 func sdkMeta(req mcp.Request) anyMeta {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
