@@ -1,9 +1,13 @@
 package mcpserver
 
 import (
+	"bytes"
+	"encoding/json"
 	"mime"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/task"
 )
@@ -99,10 +103,23 @@ func (s *Server) fastEligible(r *http.Request, m *message) bool {
 	if decodeJSON(m.Params.Meta.ProtocolVersion, &v) != nil || v != fastPathVersion {
 		return false
 	}
-	if ci := m.Params.Meta.ClientInfo; ci != nil && !isJSONObject(ci) {
+	// _meta's values as go-sdk decodes them (validateRequestMeta): what
+	// does not fit its types it refuses with -32602.
+	if ci := m.Params.Meta.ClientInfo; ci != nil && (!isJSONObject(ci) || decodeJSON(ci, new(mcp.Implementation)) != nil) {
 		return false
 	}
-	if !isJSONObject(m.Params.Meta.ClientCapabilities) {
+	var caps sdkCaps
+	if !isJSONObject(m.Params.Meta.ClientCapabilities) || decodeJSON(m.Params.Meta.ClientCapabilities, &caps) != nil ||
+		!objectOrNull(caps.Experimental) || !objectOrNull(caps.Extensions) {
+		return false
+	}
+	// A member given twice: go-sdk takes the last params (or _meta)
+	// whole, where one decode merges them. Rare enough to leave to go-sdk
+	// whenever the name appears twice, in a string or not.
+	if bytes.Count(m.body, []byte(`"params"`)) > 1 || bytes.Count(m.body, []byte(`"_meta"`)) > 1 {
+		return false
+	}
+	if m.stray {
 		return false
 	}
 	if ct := h.Get("Content-Type"); ct != "application/json" {
@@ -116,6 +133,31 @@ func (s *Server) fastEligible(r *http.Request, m *message) bool {
 		return false
 	}
 	return true
+}
+
+// sdkCaps has the shape go-sdk decodes clientCapabilities into (its
+// clientCapabilitiesV2); its two maps are read raw, and objectOrNull checks
+// them.
+type sdkCaps struct {
+	Experimental json.RawMessage `json:"experimental"`
+	Extensions   json.RawMessage `json:"extensions"`
+	Roots        *struct {
+		ListChanged bool `json:"listChanged"`
+	} `json:"roots"`
+	Sampling *struct {
+		Context *struct{} `json:"context"`
+		Tools   *struct{} `json:"tools"`
+	} `json:"sampling"`
+	Elicitation *struct {
+		Form *struct{} `json:"form"`
+		URL  *struct{} `json:"url"`
+	} `json:"elicitation"`
+}
+
+// objectOrNull reports whether b is absent, null or a JSON object: what a
+// Go map decodes.
+func objectOrNull(b json.RawMessage) bool {
+	return len(b) == 0 || string(b) == "null" || isJSONObject(b)
 }
 
 // acceptsJSON reports whether the Accept values name both JSON and SSE, as

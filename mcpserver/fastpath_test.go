@@ -166,6 +166,33 @@ func TestRoutesAgree(t *testing.T) {
 			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + tasks + `,"taskId":"x"}}`,
 			status: http.StatusBadRequest, code: -32602, // x is not found
 		},
+		// _meta values of other types than go-sdk's: it refuses them.
+		{
+			name: "clientInfo of another shape", method: "tools/call", mcpName: "slow_compute",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":5},"io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}},"name":"slow_compute","arguments":{"seconds":1}}}`,
+			status: http.StatusBadRequest, code: -32602,
+		},
+		{
+			name: "a capability of another shape", method: "tools/call", mcpName: "slow_compute",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":"x"},"extensions":{"io.modelcontextprotocol/tasks":{}}}},"name":"slow_compute","arguments":{"seconds":1}}}`,
+			status: http.StatusBadRequest, code: -32602,
+		},
+		{
+			name: "extensions not an object", method: "tasks/get", mcpName: "x",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":[]}},"taskId":"x"}}`,
+			status: http.StatusBadRequest, code: -32602,
+		},
+		// Members given twice, and members a request does not have.
+		{
+			name: "params twice", method: "tools/call", mcpName: "slow_compute",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{` + tasks + `,"name":"slow_compute","arguments":{"seconds":1}},"params":{"name":"slow_compute"}}`,
+			status: http.StatusBadRequest, code: -32602,
+		},
+		{
+			name: "an error member", method: "tasks/get", mcpName: "x",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{` + tasks + `,"taskId":"x"},"error":5}`,
+			status: http.StatusBadRequest, code: -32600,
+		},
 	}
 	routes := map[string]http.Handler{"fast path": fuzzHandler(t, false), "go-sdk": fuzzHandler(t, true)}
 	for _, c := range cases {

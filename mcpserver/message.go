@@ -17,6 +17,7 @@ type message struct {
 	Method  string
 	Params  params
 	body    []byte // the request, as parse read it
+	stray   bool   // it also has a result or an error member, which go-sdk refuses
 }
 
 // params are the request params that the guard and the fast path read.
@@ -69,6 +70,8 @@ type envelope struct {
 	JSONRPC json.RawMessage `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  json.RawMessage `json:"method"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
 }
 
 // request is a JSON-RPC request whose params have the shape message reads;
@@ -134,7 +137,7 @@ func (m *message) parse(body []byte) (code int64, invalid string) {
 	if decodeJSON(env.JSONRPC, &m.JSONRPC) != nil || m.JSONRPC != "2.0" {
 		return codeInvalidRequest, `Invalid request: jsonrpc must be "2.0"`
 	}
-	m.ID = env.ID
+	m.ID, m.stray = env.ID, env.Result != nil || env.Error != nil
 	if string(m.ID) == "null" {
 		return codeInvalidRequest, "Invalid request: id must not be null"
 	}
