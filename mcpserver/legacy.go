@@ -80,7 +80,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		return false
 	}
 	var m legacyMessage
-	if json.Unmarshal(body, &m) != nil || m.JSONRPC != "2.0" {
+	if decodeJSON(body, &m) != nil || m.JSONRPC != "2.0" {
 		return false // the guard reports it
 	}
 	if v == "" && !isLegacyInitialize(&m) {
@@ -121,7 +121,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 			var p struct {
 				RequestID json.RawMessage `json:"requestId"`
 			}
-			if json.Unmarshal(m.Params, &p) == nil && p.RequestID != nil {
+			if decodeJSON(m.Params, &p) == nil && p.RequestID != nil {
 				s.legacyCalls.cancel(legacyCallKey(lr.principal, sid, p.RequestID))
 			}
 		}
@@ -153,7 +153,7 @@ func isLegacyInitialize(m *legacyMessage) bool {
 	var p struct {
 		ProtocolVersion string `json:"protocolVersion"`
 	}
-	return json.Unmarshal(m.Params, &p) == nil && p.ProtocolVersion == task.LegacyProtocolVersion
+	return decodeJSON(m.Params, &p) == nil && p.ProtocolVersion == task.LegacyProtocolVersion
 }
 
 // legacyInitialize lets go-sdk answer initialize, then adds the tasks
@@ -163,7 +163,7 @@ func (s *Server) legacyInitialize(lr *legacyRequest, body []byte, next http.Hand
 	var p struct {
 		Capabilities json.RawMessage `json:"capabilities"`
 	}
-	_ = json.Unmarshal(lr.msg.Params, &p)
+	_ = decodeJSON(lr.msg.Params, &p)
 	caps, err := sessionCapabilities(p.Capabilities)
 	if err != nil {
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidParams, err.Error())
@@ -299,7 +299,7 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		Task      json.RawMessage `json:"task"`
 		Meta      json.RawMessage `json:"_meta"`
 	}
-	if json.Unmarshal(lr.msg.Params, &p) != nil {
+	if decodeJSON(lr.msg.Params, &p) != nil {
 		return false // go-sdk reports the bad params
 	}
 	if err := s.limits.checkArguments(p.Name, p.Arguments); err != nil {

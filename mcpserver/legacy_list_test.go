@@ -193,3 +193,23 @@ func TestLegacyInlineCancel(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestLegacyMemberNamesExact: a 2025-11-25 request's member names are read
+// as they are spelled, as go-sdk reads them: "Task" is not "task", so the
+// call is not made a task, and "METHOD" is no method.
+func TestLegacyMemberNamesExact(t *testing.T) {
+	c := startServer(t, serverConfig{tokens: mcpserver.Tokens{"a-token": "alice"}})
+	s := initialize(t, c, "a-token")
+	rep := s.call("tools/call", `{"name":"greet","arguments":{"name":"x"},"Task":{}}`)
+	var res struct {
+		Task    json.RawMessage `json:"task"`
+		Content json.RawMessage `json:"content"`
+	}
+	if rep.Error != nil || json.Unmarshal(rep.Result, &res) != nil || res.Task != nil || res.Content == nil {
+		t.Errorf(`tools/call with "Task": %s, want the tool's result at once, no task`, rep.raw)
+	}
+	resp := s.post(`{"jsonrpc":"2.0","id":2,"METHOD":"tasks/list","params":{}}`)
+	if strings.Contains(string(resp.body), `"tasks"`) {
+		t.Errorf(`a request with "METHOD" but no method: HTTP %d %s, want it refused, not served`, resp.status, resp.body)
+	}
+}
