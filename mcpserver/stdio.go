@@ -77,30 +77,18 @@ type stdioBridge struct {
 
 // handle serves one message from the client.
 func (b *stdioBridge) handle(ctx context.Context, line []byte) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta struct {
-				ProtocolVersion string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-			RequestID json.RawMessage `json:"requestId"`
-			Name      json.RawMessage `json:"name"`
-			URI       json.RawMessage `json:"uri"`
-			TaskID    json.RawMessage `json:"taskId"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(line, &m); err != nil {
+	if !json.Valid(line) {
 		b.write(json.RawMessage(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}`))
 		return
 	}
-	if m.Method == "notifications/cancelled" {
-		b.calls.cancel(idKey(m.Params.RequestID))
+	m := readStdioMessage(line)
+	if m.method == "notifications/cancelled" {
+		b.calls.cancel(idKey(m.requestID))
 		return
 	}
-	if m.Method != "" && m.ID != nil {
+	if m.method != "" && m.id != nil {
 		var done func()
-		ctx, done = b.calls.track(ctx, idKey(m.ID))
+		ctx, done = b.calls.track(ctx, idKey(m.id))
 		defer done()
 	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(line))
@@ -111,24 +99,77 @@ func (b *stdioBridge) handle(ctx context.Context, line []byte) {
 	session, version := b.session, b.version
 	b.mu.Unlock()
 	switch {
-	case m.Method == "initialize":
+	case m.method == "initialize":
 	case session != "" || version != "":
 		h.Set("MCP-Protocol-Version", version)
 		if session != "" {
 			h.Set("Mcp-Session-Id", session)
 		}
-	case m.Params.Meta.ProtocolVersion != "":
-		h.Set("MCP-Protocol-Version", m.Params.Meta.ProtocolVersion)
-		h.Set("Mcp-Method", m.Method)
-		for _, raw := range []json.RawMessage{m.Params.Name, m.Params.URI, m.Params.TaskID} {
-			var name string
-			if json.Unmarshal(raw, &name) == nil {
-				h.Set("Mcp-Name", stdioHeaderValue(name))
-				break
-			}
+	case m.version != "":
+		// The headers HTTP requires, made from the message (TASKS-SPEC
+		// §2.13: on stdio the message alone counts).
+		h.Set("MCP-Protocol-Version", m.version)
+		h.Set("Mcp-Method", m.method)
+		if m.hasName {
+			h.Set("Mcp-Name", stdioHeaderValue(m.name))
 		}
 	}
-	b.roundTrip(req, m.ID, m.Method == "initialize")
+	b.roundTrip(req, m.id, m.notification, m.method == "initialize")
+}
+
+// stdioMessage is what the bridge reads of a message.
+type stdioMessage struct {
+	id           json.RawMessage
+	method       string
+	notification bool            // a method and no id: nothing is written back
+	version      string          // _meta's protocolVersion
+	name         string          // the params member that Mcp-Name carries over HTTP
+	hasName      bool            // the method has one, and it is a string
+	requestID    json.RawMessage // of notifications/cancelled
+}
+
+// readStdioMessage reads a JSON line as the guard reads an HTTP body,
+// member names as they are spelled; each part is read apart, so that one
+// of another shape leaves the others readable (the server behind answers
+// for it, under the message's id).
+func readStdioMessage(line []byte) stdioMessage {
+	var env struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if decodeJSON(line, &env) != nil {
+		return stdioMessage{} // not an object: the server refuses it
+	}
+	m := stdioMessage{id: env.ID, notification: env.Method != nil && env.ID == nil}
+	_ = decodeJSON(env.Method, &m.method)
+	var meta struct {
+		Meta struct {
+			ProtocolVersion json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+		} `json:"_meta"`
+	}
+	if decodeJSON(env.Params, &meta) == nil {
+		_ = decodeJSON(meta.Meta.ProtocolVersion, &m.version)
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+		Name      json.RawMessage `json:"name"`
+		URI       json.RawMessage `json:"uri"`
+		TaskID    json.RawMessage `json:"taskId"`
+	}
+	_ = decodeJSON(env.Params, &p)
+	m.requestID = p.RequestID
+	var name json.RawMessage
+	switch m.method {
+	case "tools/call", "prompts/get":
+		name = p.Name
+	case "resources/read":
+		name = p.URI
+	case methodGet, methodUpdate, methodCancel:
+		name = p.TaskID
+	}
+	m.hasName = decodeJSON(name, &m.name) == nil
+	return m
 }
 
 // idKey returns the key of a request id among the requests in flight: the
@@ -145,7 +186,7 @@ func idKey(id json.RawMessage) string {
 // context ends: a request cancelled (notifications/cancelled, or the end
 // of ServeStdio) is answered no more. For initialize it keeps the session
 // id and version of the reply.
-func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initialize bool) {
+func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, notification, initialize bool) {
 	pr, pw := io.Pipe()
 	rw := &pipeResponse{header: http.Header{}, status: http.StatusOK, pw: pw, started: make(chan struct{})}
 	go func() {
@@ -155,6 +196,10 @@ func (b *stdioBridge) roundTrip(req *http.Request, id json.RawMessage, initializ
 	}()
 	<-rw.started
 	defer pr.Close()
+	if notification {
+		_, _ = io.Copy(io.Discard, pr) // a notification is never answered (TASKS-SPEC §2.2)
+		return
+	}
 	if sid := rw.header.Get("Mcp-Session-Id"); initialize && sid != "" {
 		// Before the reply is written: the client's next request may
 		// follow it at once.
