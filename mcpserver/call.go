@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -213,6 +214,14 @@ func (s *Server) createTaskRecord(ctx context.Context, t *toolEntry, tr *taskReq
 	meta, err := taskMeta(tr.meta)
 	if err != nil {
 		return nil, err
+	}
+	if bytes.ContainsAny(tr.caps, " \t\r\n") {
+		// As the request sent them (the fast path): measured and kept
+		// without their spaces, as go-sdk's route re-encodes them.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, tr.caps); err == nil {
+			tr.caps = buf.Bytes()
+		}
 	}
 	if len(tr.caps) > MaxTaskMetaBytes { // kept with the task, and read at every tasks/get
 		return nil, invalidParams("params._meta[%q] holds %d bytes; a task keeps at most %d (MaxTaskMetaBytes)", metaClientCapabilities, len(tr.caps), MaxTaskMetaBytes)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
+	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
 // fastPathCheckedSDK is the go-sdk version whose answers the fast path was
@@ -181,6 +182,13 @@ func TestRoutesAgree(t *testing.T) {
 			name: "extensions not an object", method: "tasks/get", mcpName: "x",
 			body:   `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":[]}},"taskId":"x"}}`,
 			status: http.StatusBadRequest, code: -32602,
+		},
+		{
+			// MaxTaskMetaBytes bounds the capabilities as go-sdk re-encodes
+			// them: without their spaces.
+			name: "capabilities padded with spaces past MaxTaskMetaBytes", method: "tools/call", mcpName: "slow_compute",
+			body:   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}` + strings.Repeat(" ", mcpserver.MaxTaskMetaBytes) + `}},"name":"slow_compute","arguments":{"seconds":1}}}`,
+			status: http.StatusOK,
 		},
 		// Members given twice, and members a request does not have.
 		{
