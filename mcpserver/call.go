@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
@@ -56,7 +58,14 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				ctx, done := s.inline.start(ctx)
 				defer done()
-				return s.callTool(ctx, r, next)
+				res, err := s.callTool(ctx, r, next)
+				var je *jsonrpc.Error
+				if err != nil && !errors.As(err, &je) && errors.Is(context.Cause(ctx), ErrShutdown) {
+					// Not go-sdk's code 0 for a plain error: the call may be
+					// sent again, to this server's successor.
+					err = &jsonrpc.Error{Code: codeInternalError, Message: "the server shut down before the call ended; send it again"}
+				}
+				return res, err
 			}
 		case "prompts/get":
 			if r, ok := req.(*mcp.GetPromptRequest); ok && r.Params != nil {

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,7 +34,7 @@ func TestShutdown_InlineCalls(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond) // a command's grace: Shutdown waits for it
 			stopped <- context.Cause(ctx)
-			return nil, nil, ctx.Err()
+			return nil, nil, context.Cause(ctx)
 		})
 	if err != nil {
 		t.Fatal(err)
@@ -48,10 +49,16 @@ func TestShutdown_InlineCalls(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"block"}}`)))
 	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 		"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"block"}}
+	reply := make(chan string, 1)
 	go func() {
-		if resp, err := hs.Client().Do(req); err == nil {
-			resp.Body.Close() // an error: the call was cut short
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			reply <- err.Error()
+			return
 		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		reply <- string(b)
 	}()
 	select {
 	case <-started:
@@ -71,5 +78,15 @@ func TestShutdown_InlineCalls(t *testing.T) {
 		}
 	default:
 		t.Fatalf("Shutdown returned (%v) before the inline call it cancelled", err)
+	}
+	// The call cut short gets -32603, which clients retry, not go-sdk's
+	// code 0 for a plain error.
+	select {
+	case out := <-reply:
+		if !strings.Contains(out, `"code":-32603`) {
+			t.Errorf("the cut call's reply: %s, want -32603", out)
+		}
+	case <-time.After(waitTimeout):
+		t.Error("no reply to the cut call")
 	}
 }
