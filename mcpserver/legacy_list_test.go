@@ -213,3 +213,20 @@ func TestLegacyMemberNamesExact(t *testing.T) {
 		t.Errorf(`a request with "METHOD" but no method: HTTP %d %s, want it refused, not served`, resp.status, resp.body)
 	}
 }
+
+// TestLegacyResultEndsAtShutdown: a 2025-11-25 tasks/result that waits
+// for its task ends, when the server shuts down (EndSubscriptions), with
+// -32603 under its id, which the client retries, instead of holding the
+// HTTP server's Shutdown and then being cut without a response.
+func TestLegacyResultEndsAtShutdown(t *testing.T) {
+	var srv *mcpserver.Server
+	c := startServer(t, serverConfig{tokens: mcpserver.Tokens{"a-token": "alice"},
+		register: func(s *mcpserver.Server) error { srv = s; return nil }})
+	s := initialize(t, c, "a-token")
+	id := s.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
+	srv.EndSubscriptions()
+	resp := s.post(`{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
+	if !strings.Contains(string(resp.body), `"id":5,"error":{"code":-32603`) {
+		t.Errorf("tasks/result at shutdown: HTTP %d %s, want -32603 under id 5", resp.status, resp.body)
+	}
+}

@@ -129,6 +129,11 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.ending:
+			// The server is shutting down (EndSubscriptions): the wait
+			// ends with an error the client retries, not a cut stream.
+			reply("error", &jsonrpc.Error{Code: codeInternalError, Message: "the server is shutting down; send tasks/result again"})
+			return
 		case <-wait.C:
 		}
 		r, err := s.legacyGet(ctx, lr.principal, id)

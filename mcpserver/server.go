@@ -278,9 +278,10 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 }
 
 // EndSubscriptions ends every open task subscription, and every later
-// one right after its acknowledgement, with the listen's response, as a
-// server shutting down does (register it with http.Server.RegisterOnShutdown,
-// which otherwise waits for the streams).
+// one right after its acknowledgement, with the listen's response, and
+// every 2025-11-25 tasks/result still waiting for its task with -32603
+// (send it again), as a server shutting down does (register it with
+// http.Server.RegisterOnShutdown, which otherwise waits for the streams).
 func (s *Server) EndSubscriptions() {
 	s.endOnce.Do(func() { close(s.ending) })
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -253,6 +254,58 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(p.logs.String(), `msg="task finished" task=`+r["taskId"].(string)) {
 		t.Errorf("the running task did not finish before exit")
+	}
+}
+
+// TestDrainOneDeadline: SIGTERM gives the HTTP requests and the tasks one
+// --drain-timeout together. An inline call and a task that both outlast it
+// are cut at the same deadline, not one after the other (the process took
+// twice the timeout when the HTTP server drained first).
+func TestDrainOneDeadline(t *testing.T) {
+	const drain = 3 * time.Second
+	dir := t.TempDir()
+	tools := filepath.Join(dir, "tools.yaml")
+	src := fmt.Sprintf(`tools:
+  - name: inline_block
+    argv: [sh, -c, 'touch "$0"; exec sleep 60', %q]
+    task: never
+  - name: task_block
+    argv: [sh, -c, 'touch "$0"; exec sleep 60', %q]
+    task: required
+`, filepath.Join(dir, "inline.started"), filepath.Join(dir, "task.started"))
+	if err := os.WriteFile(tools, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, freeAddr(t), "--store", "memory:", "--tools", tools, "--drain-timeout", drain.String())
+	inline := &mcptest.Client{URL: p.url, Capabilities: map[string]any{}}
+	go func() {
+		_, _ = inline.Post(context.Background(), "tools/call", map[string]any{"name": "inline_block", "arguments": map[string]any{}})
+	}()
+	c := &rpc{url: p.url, tasks: true}
+	taskID(t, c.callTool(t, "task_block", map[string]any{}))
+	for _, marker := range []string{"inline.started", "task.started"} {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if _, err := os.Stat(filepath.Join(dir, marker)); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the command did not start", marker)
+			}
+			time.Sleep(20 * time.Millisecond) // polling a file the command makes
+		}
+	}
+	signalled := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v", err)
+	}
+	// One timeout, and less than a second of the exit's own work; twice
+	// the timeout would be the drains one after the other.
+	if took := time.Since(signalled); took < drain || took > drain+drain/2 {
+		t.Errorf("exited %s after SIGTERM, want one --drain-timeout (%s)", took, drain)
 	}
 }
 

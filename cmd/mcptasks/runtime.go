@@ -53,7 +53,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
 	fl.IntVar(&f.maxHeld, "max-held", engine.DefaultMaxHeld, "how many tasks of re-runnable tools may wait for input holding a handler and its lease at once (for up to --suspend-after); a task that asks while as many hold is suspended at once; 0 suspends every one at once")
-	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks get to finish before the process exits")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks and requests get, together, to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -274,11 +274,9 @@ func (f *runFlags) builtinTools() *toolSet {
 	return ts
 }
 
-// drain stops the engine, giving running handlers until timeout, and closes
-// the store.
-func (rt *runtime) drain(timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+// drain stops the engine, giving running handlers until ctx is done, and
+// closes the store.
+func (rt *runtime) drain(ctx context.Context) {
 	if err := rt.srv.Shutdown(ctx); err != nil {
 		rt.log.Warn("drain", "err", err)
 	}
@@ -291,6 +289,13 @@ func (rt *runtime) drain(timeout time.Duration) {
 		}
 	}
 	rt.log.Info("stopped")
+}
+
+// drainFor is drain within timeout.
+func (rt *runtime) drainFor(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rt.drain(ctx)
 }
 
 // openStore opens the store named by a --store value; sqlite: stores get

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -203,7 +204,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if consoleLn != nil {
 		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.feed, rt.srv.Engine(), rt.log); err != nil {
 			ln.Close()
-			rt.drain(f.drainTimeout)
+			rt.drainFor(f.drainTimeout)
 			return err
 		}
 	}
@@ -214,16 +215,23 @@ func serve(ctx context.Context, f *serveFlags) error {
 	case err = <-errc:
 	case <-ctx.Done():
 		rt.log.Info("draining", "timeout", f.drainTimeout)
-		sctx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
-		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	}
+	// One deadline for all of the drain: the HTTP requests, the console
+	// and the engine stop at once (the engine claims nothing more while
+	// requests finish), within --drain-timeout together.
+	dctx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := hs.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 			rt.log.Warn("http shutdown", "err", err)
 		}
-		cancel()
-	}
+	})
 	if cs != nil {
-		cs.shutdown(f.drainTimeout, rt.log)
+		wg.Go(func() { cs.shutdown(dctx, rt.log) })
 	}
-	rt.drain(f.drainTimeout)
+	rt.drain(dctx)
+	wg.Wait()
 	return err
 }
 
@@ -240,7 +248,7 @@ func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
 	rt.log.Info("serving on stdio", "store", f.store, "workers", f.workers)
 	err = rt.srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	rt.log.Info("draining", "timeout", f.drainTimeout)
-	rt.drain(f.drainTimeout)
+	rt.drainFor(f.drainTimeout)
 	return err
 }
 

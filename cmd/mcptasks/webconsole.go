@@ -92,10 +92,8 @@ func (f *consoleFlags) startConsole(ctx context.Context, ln net.Listener, toks *
 	return cs, nil
 }
 
-// shutdown stops the console, giving requests until timeout.
-func (cs *consoleServer) shutdown(timeout time.Duration, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
+// shutdown stops the console, giving requests until ctx is done.
+func (cs *consoleServer) shutdown(ctx context.Context, log *slog.Logger) {
 	if err := cs.srv.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		log.Warn("console shutdown", "err", err)
 	}
@@ -164,7 +162,9 @@ func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel stri
 		return err
 	}
 	<-ctx.Done()
-	cs.shutdown(5*time.Second, log)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cs.shutdown(sctx, log)
 	log.Info("stopped")
 	return nil
 }

@@ -38,6 +38,6 @@ func work(ctx context.Context, f *runFlags) error {
 	rt.log.Info("working", "store", f.store, "workers", f.workers)
 	<-ctx.Done()
 	rt.log.Info("draining", "timeout", f.drainTimeout)
-	rt.drain(f.drainTimeout)
+	rt.drainFor(f.drainTimeout)
 	return nil
 }
