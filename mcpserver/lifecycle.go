@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,11 @@ import (
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/metrics"
 )
+
+// ErrMinPollInterval is the error of [Server.Start] when
+// Options.MinPollInterval is longer than the poll interval a task tool
+// suggests.
+var ErrMinPollInterval = errors.New("mcpserver: poll limit above a suggested poll interval")
 
 // Start builds the engine on [Options.Store] with every tool added so far,
 // and starts its workers and sweeper, which run until ctx is done or
@@ -46,6 +52,11 @@ func (s *Server) Start(ctx context.Context) error {
 	tools := make([]*engine.Tool, 0, len(s.tools))
 	for _, t := range s.tools {
 		tools = append(tools, t.engine)
+		// A client that polls as told must not be refused.
+		suggested := cmp.Or(t.engine.PollInterval, eo.DefaultPollInterval, engine.DefaultPollInterval)
+		if s.opts.MinPollInterval > suggested {
+			return fmt.Errorf("%w: Options.MinPollInterval %s is longer than the poll interval %s suggested for the tasks of tool %q: clients that poll as told would get HTTP 429; lower it, or raise the tool's poll interval", ErrMinPollInterval, s.opts.MinPollInterval, suggested, t.engine.Name)
+		}
 	}
 	eng, err := engine.New(s.opts.Store, tools, &eo)
 	if err != nil {

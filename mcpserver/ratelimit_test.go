@@ -3,8 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 func TestMinPollInterval(t *testing.T) {
 	for _, limit := range []time.Duration{0, time.Hour} {
 		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit,
-			Store: memory.New(), Engine: &engine.Options{Workers: -1}})
+			Store: memory.New(), Engine: &engine.Options{Workers: -1, DefaultPollInterval: 2 * time.Hour}})
 		err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				return nil, nil, nil
@@ -73,5 +75,28 @@ func TestMinPollInterval(t *testing.T) {
 		if rec := get(b); rec.Code != http.StatusOK {
 			t.Errorf("another task's first poll: HTTP %d", rec.Code)
 		}
+	}
+}
+
+// TestMinPollIntervalAboveSuggested: Start refuses a poll limit longer
+// than the poll interval a task tool suggests, naming both: clients that
+// poll as told would be refused.
+func TestMinPollIntervalAboveSuggested(t *testing.T) {
+	srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: 3 * time.Second,
+		Store: memory.New(), Engine: &engine.Options{Workers: -1}})
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Start(context.Background())
+	if err == nil {
+		_ = srv.Shutdown(context.Background())
+		t.Fatal("Start took MinPollInterval 3s with a suggested poll interval of 1s")
+	}
+	if msg := err.Error(); !errors.Is(err, mcpserver.ErrMinPollInterval) || !strings.Contains(msg, "MinPollInterval 3s") || !strings.Contains(msg, "1s") || !strings.Contains(msg, `"wait"`) {
+		t.Errorf("Start: %v, want it to name MinPollInterval, the interval and the tool", err)
 	}
 }

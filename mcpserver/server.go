@@ -107,6 +107,8 @@ type Options struct {
 	// tasks/get one task: a faster poll gets HTTP 429 with Retry-After and
 	// the JSON-RPC error CodePollTooFast. Off by default: clients are told
 	// pollIntervalMs, and the conformance suite polls every 100-200 ms.
+	// It may not be longer than the poll interval any task tool suggests
+	// (Start refuses it).
 	MinPollInterval time.Duration
 	// AllowedOrigins are the browser origins (scheme://host[:port]) whose
 	// pages may call the server besides its own: a request with an Origin

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -155,6 +156,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if f.suspendAfter < 0 {
 		return nil, usageError("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
 	}
+	if f.drainTimeout < 0 {
+		return nil, usageError("--drain-timeout must be 0 (cancel at once) or more, got %s", f.drainTimeout)
+	}
 	if f.maxHeld < 0 {
 		return nil, usageError("--max-held must be 0 (none) or more, got %d", f.maxHeld)
 	}
@@ -236,6 +240,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 func (rt *runtime) start(ctx context.Context) error {
 	if err := rt.srv.Start(context.WithoutCancel(ctx)); err != nil {
 		rt.st.Close()
+		if errors.Is(err, mcpserver.ErrMinPollInterval) {
+			return usageError("--min-poll-interval: %w", err)
+		}
 		return err
 	}
 	return nil

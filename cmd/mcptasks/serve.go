@@ -85,34 +85,37 @@ process once their lease expires.`,
 	fl.BoolVar(&f.noReadCache, "no-read-cache", false, "with a postgres:// store, read every tasks/get from the database instead of from the cache that LISTEN/NOTIFY keeps true (README: Postgres read cache); the cache is off anyway while LISTEN is down")
 	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most task subscriptions (subscriptions/listen with taskIds) one principal may hold open at once; past it a listen gets HTTP 429 and -31001")
 	fl.IntVar(&f.maxSubscribedIDs, "max-subscribed-tasks", mcpserver.DefaultMaxSubscribedTasks, "most task ids one principal's open subscriptions may name together (and one subscription alone, else -32602)")
-	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000 (default: no limit)")
+	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000; at most the poll interval suggested to clients (1s, or a tool's poll_interval) (default: no limit)")
 	return cmd
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
 	if f.maxBodyBytes <= 0 {
-		return fmt.Errorf("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
+		return usageError("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
 	}
 	if f.maxInflightBytes < f.maxBodyBytes {
-		return fmt.Errorf("--max-inflight-bytes must be at least --max-body-bytes (%d), got %d", f.maxBodyBytes, f.maxInflightBytes)
+		return usageError("--max-inflight-bytes must be at least --max-body-bytes (%d), got %d", f.maxBodyBytes, f.maxInflightBytes)
 	}
 	if f.maxJSONDepth <= 0 {
-		return fmt.Errorf("--max-json-depth must be positive, got %d", f.maxJSONDepth)
+		return usageError("--max-json-depth must be positive, got %d", f.maxJSONDepth)
 	}
 	if f.maxArgumentsBytes <= 0 {
-		return fmt.Errorf("--max-arguments-bytes must be positive, got %d", f.maxArgumentsBytes)
+		return usageError("--max-arguments-bytes must be positive, got %d", f.maxArgumentsBytes)
 	}
 	for name, d := range map[string]time.Duration{"--read-header-timeout": f.readHeaderTimeout, "--read-timeout": f.readTimeout, "--idle-timeout": f.idleTimeout} {
 		if d <= 0 {
-			return fmt.Errorf("%s must be positive, got %s", name, d)
+			return usageError("%s must be positive, got %s", name, d)
 		}
 	}
+	if f.minPollInterval < 0 {
+		return usageError("--min-poll-interval must be 0 (no limit) or more, got %s", f.minPollInterval)
+	}
 	if f.maxSubscriptions <= 0 || f.maxSubscribedIDs <= 0 {
-		return fmt.Errorf("--max-subscriptions and --max-subscribed-tasks must be positive, got %d and %d", f.maxSubscriptions, f.maxSubscribedIDs)
+		return usageError("--max-subscriptions and --max-subscribed-tasks must be positive, got %d and %d", f.maxSubscriptions, f.maxSubscribedIDs)
 	}
 	for _, o := range f.allowedOrigins {
 		if err := mcpserver.CheckOrigin(o); err != nil {
-			return fmt.Errorf("--allowed-origins: %w", err)
+			return usageError("--allowed-origins: %w", err)
 		}
 	}
 	var tokens mcpserver.Tokens
@@ -137,15 +140,15 @@ func serve(ctx context.Context, f *serveFlags) error {
 		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs}
 	if f.stdio {
 		if tokens != nil {
-			return errors.New("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
+			return usageError("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
 		}
 		if f.console.listen != "" {
-			return errors.New("--console-listen applies to HTTP only; run mcptasks console --store … beside a --stdio process")
+			return usageError("--console-listen applies to HTTP only; run mcptasks console --store … beside a --stdio process")
 		}
 		return serveStdio(ctx, f, ro)
 	}
 	if f.console.listen == "" && (f.console.tokens != "" || f.console.redact) {
-		return errors.New("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
+		return usageError("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
 	}
 	var (
 		consoleTokens *webconsole.Tokens
