@@ -44,6 +44,9 @@ BENCHMARKS.md are compared with.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			cfg.URL = a[0]
+			if cfg.Token == "" {
+				cfg.Token = os.Getenv(envToken) // read here, so that --help does not print it
+			}
 			cfg.Args = json.RawMessage(args)
 			if !json.Valid(cfg.Args) {
 				return fmt.Errorf("--args: not valid JSON: %s", args)
@@ -85,16 +88,16 @@ BENCHMARKS.md are compared with.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.Mode, "mode", loadgen.ModeGet, "what to send: create, get, lifecycle or call")
+	fl.StringVar(&cfg.Mode, "mode", loadgen.ModeGet, "what to send: create, get, lifecycle, resume or call")
 	fl.IntVarP(&cfg.Concurrency, "concurrency", "c", 16, "concurrent workers, each with one request in flight")
 	fl.DurationVarP(&cfg.Duration, "duration", "d", 10*time.Second, "how long to run")
 	fl.IntVarP(&cfg.Requests, "requests", "n", 0, "stop after this many operations (0: only --duration bounds the run)")
-	fl.StringVar(&cfg.Tool, "tool", "slow_compute", "tool to call (create, get, lifecycle, call)")
+	fl.StringVar(&cfg.Tool, "tool", "slow_compute", "tool to call (create, get, lifecycle, resume, call)")
 	fl.StringVar(&args, "args", `{"seconds":0.001,"label":"bench"}`, "JSON object of tool arguments")
 	fl.IntVar(&cfg.Tasks, "tasks", 1000, "tasks the get mode creates first and polls round-robin; the tasks the resume mode creates and answers")
 	fl.BoolVar(&cfg.Settle, "settle", false, "create: end the run only once the created tasks have done their work up to their first question or their end (the last task of each worker is polled until it is no longer working); the rate counts that time; against a server that runs no workers (--workers 0) it waits until interrupted")
 	fl.BoolVar(&cfg.IgnorePollInterval, "ignore-poll-interval", false, "lifecycle: poll without waiting pollIntervalMs")
-	fl.StringVar(&cfg.Token, "token", os.Getenv("MCPTASKS_TOKEN"), "bearer token (default $MCPTASKS_TOKEN)")
+	fl.StringVar(&cfg.Token, "token", "", "bearer `token` (default $"+envToken+")")
 	fl.BoolVar(&asJSON, "json", false, "print the result as JSON instead of a table")
 	fl.IntVar(&serverPID, "server-pid", 0, "PID of the server, to report its CPU time per request")
 	cmd.AddCommand(newBaselineCmd())

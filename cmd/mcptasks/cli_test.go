@@ -443,3 +443,20 @@ func TestServe_AllowedOrigins(t *testing.T) {
 		}
 	}
 }
+
+// TestCLI_HelpHidesToken: no command's help prints the bearer token of
+// $MCPTASKS_TOKEN (a flag's default is printed as it is).
+func TestCLI_HelpHidesToken(t *testing.T) {
+	const secret = "s3cr3t-token-value"
+	for _, args := range [][]string{{"bench", "--help"}, {"call", "--help"}, {"get", "--help"}, {"wait", "--help"}} {
+		cmd := exec.CommandContext(t.Context(), binary, args...)
+		cmd.Env = append(cliEnv(filepath.Join(t.TempDir(), "journal.json")), "MCPTASKS_TOKEN="+secret)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("mcptasks %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if strings.Contains(string(out), secret) {
+			t.Errorf("mcptasks %s prints $MCPTASKS_TOKEN", strings.Join(args, " "))
+		}
+	}
+}

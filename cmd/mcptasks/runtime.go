@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -328,7 +329,21 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", spec, scheme)
+	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", storeLabel(spec), scheme)
+}
+
+// storeLabel is a --store value as logs and errors show it: the password
+// of a URL masked, in its user part or its query.
+func storeLabel(spec string) string {
+	u, err := url.Parse(spec)
+	if err != nil || u.Opaque != "" {
+		return spec // sqlite:PATH, memory:
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
 }
 
 // zeroIsNone maps the 0 of --workers and --max-held (none) and of

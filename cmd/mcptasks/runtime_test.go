@@ -26,3 +26,19 @@ func TestGCSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreLabel: a --store value shows in logs and errors without its
+// password, wherever the URL carries it.
+func TestStoreLabel(t *testing.T) {
+	for _, c := range []struct{ spec, want string }{
+		{"sqlite:mcptasks.db", "sqlite:mcptasks.db"},
+		{"memory:", "memory:"},
+		{"postgres://app@db/tasks", "postgres://app@db/tasks"},
+		{"postgres://app:s3cret@db:5432/tasks?sslmode=disable", "postgres://app:xxxxx@db:5432/tasks?sslmode=disable"},
+		{"postgres://db/tasks?user=app&password=s3cret", "postgres://db/tasks?password=xxxxx&user=app"},
+	} {
+		if got := storeLabel(c.spec); got != c.want {
+			t.Errorf("storeLabel(%q) = %q, want %q", c.spec, got, c.want)
+		}
+	}
+}

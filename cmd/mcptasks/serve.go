@@ -202,7 +202,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 		ln.Close()
 		return err
 	}
-	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", f.store, "workers", f.workers)
+	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", storeLabel(f.store), "workers", f.workers)
 	var cs *consoleServer
 	if consoleLn != nil {
 		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.feed, rt.srv.Engine(), rt.log); err != nil {
@@ -248,7 +248,7 @@ func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
 	if err := rt.start(ctx); err != nil {
 		return err
 	}
-	rt.log.Info("serving on stdio", "store", f.store, "workers", f.workers)
+	rt.log.Info("serving on stdio", "store", storeLabel(f.store), "workers", f.workers)
 	err = rt.srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	rt.log.Info("draining", "timeout", f.drainTimeout)
 	rt.drainFor(f.drainTimeout)

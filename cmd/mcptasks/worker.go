@@ -35,7 +35,7 @@ func work(ctx context.Context, f *runFlags) error {
 	if err := rt.start(ctx); err != nil {
 		return err
 	}
-	rt.log.Info("working", "store", f.store, "workers", f.workers)
+	rt.log.Info("working", "store", storeLabel(f.store), "workers", f.workers)
 	<-ctx.Done()
 	rt.log.Info("draining", "timeout", f.drainTimeout)
 	rt.drainFor(f.drainTimeout)
