@@ -20,8 +20,9 @@ const (
 	InputRequired Status = "input_required"
 	// Completed: the tool returned a result, which may have isError set.
 	Completed Status = "completed"
-	// Failed: the request ended in a JSON-RPC error, the worker was lost
-	// past the tool's retry policy, or the task expired while running.
+	// Failed: the request ended in a JSON-RPC error, or the worker was
+	// lost past the tool's retry policy. (A task whose TTL elapses is not
+	// failed: it is no longer found, and the sweeper deletes it.)
 	Failed Status = "failed"
 	// Cancelled: the task was cancelled before it completed.
 	Cancelled Status = "cancelled"
