@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,8 +75,8 @@ command then exits 7; answer with "mcptasks answer" and follow the task with
 
 func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error {
 	endpoint, tool := args[0], args[1]
-	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usageError("URL %q: want the server's MCP endpoint, like http://127.0.0.1:8080/mcp", endpoint)
+	if err := checkEndpoint("URL", endpoint); err != nil {
+		return err
 	}
 	if p := f.protocol; p != "" && p != client.ProtocolVersion && p != client.LegacyProtocolVersion {
 		return usageError("--protocol %q: want %s or %s", p, client.ProtocolVersion, client.LegacyProtocolVersion)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,11 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 	if id == "" {
 		return "", nil, usageError("empty task id")
 	}
+	if f.url != "" {
+		if err := checkEndpoint("--url", f.url); err != nil {
+			return "", nil, err
+		}
+	}
 	entries, err := j.List(ctx)
 	if err != nil {
 		if f.url != "" {
@@ -115,7 +121,7 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 		}
 	}
 	matches := exact
-	if len(matches) == 0 && f.url == "" {
+	if len(matches) == 0 && f.url == "" { // with --url, the id is taken as given
 		matches = prefix
 	}
 	switch {
@@ -131,7 +137,19 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 	for _, e := range matches {
 		ids = append(ids, e.TaskID+" ("+e.ServerURL+")")
 	}
-	return "", nil, usageError("task id %s is ambiguous: %s; pass a longer id or --url", id, strings.Join(ids, ", "))
+	hint := "a longer id" // --url would take the prefix as the whole id
+	if len(exact) > 1 {
+		hint = "the server's --url" // one id on several servers
+	}
+	return "", nil, usageError("task id %s is ambiguous: %s; pass %s", id, strings.Join(ids, ", "), hint)
+}
+
+// checkEndpoint refuses a value of name that is not an http(s) URL.
+func checkEndpoint(name, endpoint string) error {
+	if u, err := url.Parse(endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageError("%s %q: want the server's MCP endpoint, like http://127.0.0.1:8080/mcp", name, endpoint)
+	}
+	return nil
 }
 
 // openTask finds the task that id names, in the journal or at --url, and

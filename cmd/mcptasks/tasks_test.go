@@ -83,9 +83,10 @@ func TestLocate(t *testing.T) {
 	}{
 		{name: "Exact", id: "abc123", wantURL: "http://a/mcp", wantEntry: "t1"},
 		{name: "UniquePrefix", id: "abd", wantURL: "http://b/mcp", wantEntry: "t2"},
-		{name: "AmbiguousPrefix", id: "ab", err: "ambiguous"},
+		{name: "AmbiguousPrefix", id: "ab", err: "ambiguous: abc123 (http://a/mcp), abd999 (http://b/mcp); pass a longer id"},
 		{name: "Unknown", id: "zzz", err: "not in the journal; pass the server's --url"},
-		{name: "TwoServers", id: "twice", err: "ambiguous"},
+		{name: "TwoServers", id: "twice", err: "ambiguous: twice (http://a/mcp), twice (http://b/mcp); pass the server's --url"},
+		{name: "NotAURL", id: "abc123", url: "foo", err: `--url "foo": want the server's MCP endpoint`},
 		{name: "TwoServersWithURL", id: "twice", url: "http://b/mcp", wantURL: "http://b/mcp", wantEntry: "t4"},
 		{name: "UnknownWithURL", id: "zzz", url: "http://c/mcp", wantURL: "http://c/mcp"},
 		{name: "NoPrefixWithURL", id: "abc", url: "http://a/mcp", wantURL: "http://a/mcp"},
