@@ -350,7 +350,7 @@ func TestCommandTools_BadFile(t *testing.T) {
 	defer ln.Close()
 	for _, args := range [][]string{
 		{"serve", "--listen", ln.Addr().String(), "--store", "memory:", "--tools", bad},
-		{"worker", "--store", "memory:", "--tools", bad},
+		{"worker", "--store", "sqlite:" + filepath.Join(t.TempDir(), "tasks.db"), "--tools", bad},
 	} {
 		cmd := exec.Command(binary, args...)
 		var stderr bytes.Buffer

@@ -332,6 +332,9 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", storeLabel(spec), scheme)
 }
 
+// memoryStore reports whether a --store value names a memory store.
+func memoryStore(spec string) bool { return strings.HasPrefix(spec, "memory:") }
+
 // storeLabel is a --store value as logs and errors show it: the password
 // of a URL masked, in its user part or its query.
 func storeLabel(spec string) string {

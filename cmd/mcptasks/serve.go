@@ -107,6 +107,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 			return usageError("%s must be positive, got %s", name, d)
 		}
 	}
+	if f.workers == 0 && memoryStore(f.store) {
+		return usageError("--workers 0 with --store %s: no other process can reach a memory store, so its tasks would never run; give workers, or a shared store", f.store)
+	}
 	if f.minPollInterval < 0 {
 		return usageError("--min-poll-interval must be 0 (no limit) or more, got %s", f.minPollInterval)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -128,6 +129,21 @@ address, and anyone who reaches it is the operator "local".`,
 	return cmd
 }
 
+// checkConsoleStore refuses a --store that cannot be another process's:
+// a memory store, always empty here, and a SQLite file that does not
+// exist, which opening would create empty in its place (a typo).
+func checkConsoleStore(spec string) error {
+	if memoryStore(spec) {
+		return usageError("--store %s: a memory store is private to its process and always empty here; name the server's store (sqlite:PATH or postgres://…), or run serve --console-listen", spec)
+	}
+	if path, ok := strings.CutPrefix(spec, "sqlite:"); ok && path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return usageError("--store %s: %w; the console shows an existing store: name the file serve writes", spec, err)
+		}
+	}
+	return nil
+}
+
 // serveConsole is "mcptasks console".
 func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel string) error {
 	var level slog.Level
@@ -137,6 +153,10 @@ func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel stri
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	toks, ln, err := f.listenConsole("")
 	if err != nil {
+		return err
+	}
+	if err := checkConsoleStore(storeSpec); err != nil {
+		ln.Close()
 		return err
 	}
 	st, err := openStore(ctx, storeSpec, nil)

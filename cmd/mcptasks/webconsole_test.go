@@ -35,6 +35,14 @@ func TestConsole_Flags(t *testing.T) {
 			"--tokens: " + bad + `:2: role "admin": use viewer or operator`},
 		{[]string{"console", "--store", "memory:", "--listen", ":0"},
 			`--listen: console address ":0" is not a loopback address`},
+		{[]string{"console", "--store", "memory:", "--listen", freeAddr(t)},
+			"--store memory:: a memory store is private to its process"},
+		{[]string{"console", "--store", "sqlite:" + filepath.Join(t.TempDir(), "typo.db"), "--listen", freeAddr(t)},
+			"no such file or directory; the console shows an existing store"},
+		{[]string{"worker", "--store", "memory:"},
+			"--store memory:: a memory store is private to its process"},
+		{[]string{"serve", "--listen", freeAddr(t), "--store", "memory:", "--workers", "0"},
+			"--workers 0 with --store memory:"},
 	}
 	for _, tt := range tests {
 		_, errOut, code := cliRun(t, "", tt.args...)

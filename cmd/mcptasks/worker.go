@@ -28,6 +28,9 @@ func work(ctx context.Context, f *runFlags) error {
 	if f.workers < 1 {
 		return usageError("--workers must be at least 1 for a worker, got %d", f.workers)
 	}
+	if memoryStore(f.store) {
+		return usageError("--store %s: a memory store is private to its process; a worker needs the store the servers write (sqlite:PATH or postgres://…)", f.store)
+	}
 	rt, err := newRuntime(ctx, f, runtimeOptions{})
 	if err != nil {
 		return err
