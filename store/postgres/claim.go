@@ -32,7 +32,8 @@ import (
 // one. And since migration 007, whose condition names status and
 // lease_owner, a claim, a release, a suspension and a finish update the
 // index: migration 001's note that claims are HOT updates holds no longer
-// for them; heartbeats, status messages and steps still are.
+// for them. Heartbeats and steps still are; status messages change
+// updated_at, which the finished index (migration 006) holds, and are not.
 const (
 	claimSQL      = claimHead + claimTail
 	claimToolsSQL = claimHead + `AND tool = ANY($5)` + claimTail

@@ -29,9 +29,12 @@
 //
 // # Events
 //
-// Store implements [store.Listener]: Create, an Answer that accepted keys,
-// and a RequestCancel that set CancelRequested each send a NOTIFY in the
-// same transaction, and [Store.Listen] delivers them to every process.
+// Store implements [store.Listener]: a Create of a claimable task (working,
+// unleased), an Answer that accepted keys, and a Release, SetStatusMessage,
+// RequestInput, Finish or RequestCancel that changed the task each send a
+// NOTIFY in the same transaction, and [Store.Listen] delivers them to every
+// process. A Create of a task that is already claimed or not working sends
+// none, nor do claims, heartbeats, steps and the deletion of expired tasks.
 // Notifying commits are serialized by Postgres; [Options.DisableNotify]
 // trades the events for write throughput.
 //

@@ -1,8 +1,11 @@
 // Package sqlite is the embedded, durable Store: one SQLite file in WAL mode with synchronous=FULL, on the pure-Go modernc.org/sqlite driver.
 //
 // Every write goes through a single connection in a BEGIN IMMEDIATE
-// transaction that loads the task, applies the shared state-machine rules of
-// package store and writes the task back. Reads use a separate pool of
+// transaction. A create inserts the row; a heartbeat is one fenced UPDATE
+// of the lease expiry, which loads nothing; a claim and the other writes
+// of a task load it, apply the shared state-machine rules of package store
+// and write back only its state columns, never those the create wrote.
+// Expired tasks are deleted by one DELETE. Reads use a separate pool of
 // read-only connections, which WAL lets run beside the writer. With
 // synchronous=FULL a write that returned nil has been synced to disk: it
 // survives a crash of the process and of the machine.
