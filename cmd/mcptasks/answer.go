@@ -93,6 +93,9 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 		if err := json.Unmarshal([]byte(f.responses), &raw); err != nil {
 			return usageError("--json: want an object of input key to result object: %v", err)
 		}
+		if len(raw) == 0 {
+			return usageError("--json: no responses; give the input key of each answer, e.g. {\"confirm\": {\"action\": \"accept\", \"content\": {…}}}")
+		}
 		for k, v := range raw {
 			if b := bytes.TrimSpace(v); len(b) == 0 || b[0] != '{' {
 				return usageError("--json: the response of %q is not a JSON object", k)

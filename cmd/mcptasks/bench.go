@@ -82,7 +82,8 @@ BENCHMARKS.md are compared with.`,
 				fmt.Fprintf(out, "server CPU per request: %s (%d requests)\n", perReq.Round(time.Microsecond), r.Requests)
 			}
 			if r.Errors > 0 {
-				return fmt.Errorf("%d of %d operations failed", r.Errors, r.Ops)
+				// Not a usage error (2): the server's or the connection's.
+				return &exitError{code: exitTransport, err: fmt.Errorf("%d of %d operations failed; the first: %s", r.Errors, r.Ops, r.FirstError)}
 			}
 			return nil
 		},

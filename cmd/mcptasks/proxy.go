@@ -186,8 +186,11 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 	if f.ttl <= 0 || f.pollInterval <= 0 {
 		return nil, errors.New("--ttl and --poll-interval must be positive")
 	}
+	if f.terminate <= 0 {
+		return nil, fmt.Errorf("--upstream-terminate-timeout must be positive, got %s", f.terminate)
+	}
 	if f.timeout < 0 {
-		return nil, fmt.Errorf("--upstream-timeout must be positive, got %s", f.timeout)
+		return nil, fmt.Errorf("--upstream-timeout must be 0 (the --ttl) or more, got %s", f.timeout)
 	}
 	if f.timeout == 0 {
 		f.timeout = f.ttl
