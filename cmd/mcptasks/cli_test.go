@@ -185,6 +185,7 @@ func TestCLI_Errors(t *testing.T) {
 		{"UnknownFlag", []string{"call", "--bogus", p.url, "greet"}, exitUsage, "unknown flag: --bogus"},
 		{"NotInJournal", []string{"wait", "no-such-task"}, exitUsage, "not in the journal"},
 		{"AnswerBothActions", []string{"answer", "x", "--decline", "--cancel"}, exitUsage, "exclude each other"},
+		{"AnswerNoResponses", []string{"answer", "x", "--json", "{}"}, exitUsage, "--json: no responses"},
 		{"NegativeSuspendAfter", []string{"serve", "--store", "memory:", "--suspend-after", "-1s"}, exitUsage, "--suspend-after must be 0 (at once) or more, got -1s"},
 		{"NegativeMaxHeld", []string{"serve", "--store", "memory:", "--max-held", "-1"}, exitUsage, "--max-held must be 0 (none) or more, got -1"},
 		{"NegativeDrainTimeout", []string{"serve", "--store", "memory:", "--drain-timeout", "-5s"}, exitUsage, "--drain-timeout must be 0 (cancel at once) or more, got -5s"},
