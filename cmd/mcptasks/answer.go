@@ -80,15 +80,8 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 	if (f.decline || f.cancel) && len(rest) > 0 {
 		return usageError("--decline and --cancel take no fields")
 	}
-	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
-	defer cancel()
-	t, entry, err := f.openTask(ctx, id)
-	if err != nil {
-		return err
-	}
-
 	responses := map[string]any{}
-	if f.responses != "" {
+	if f.responses != "" { // checked before the task is looked up
 		var raw map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(f.responses), &raw); err != nil {
 			return usageError("--json: want an object of input key to result object: %v", err)
@@ -102,7 +95,14 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 			}
 			responses[k] = v
 		}
-	} else {
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*requestTimeout)
+	defer cancel()
+	t, entry, err := f.openTask(ctx, id)
+	if err != nil {
+		return err
+	}
+	if f.responses == "" {
 		r, err := formAnswer(ctx, t, key, rest, f)
 		if err != nil {
 			return err
