@@ -85,11 +85,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		switch msg.Method {
 		case methodListen:
-			// A task subscription that go-sdk would accept up to dispatch
-			// (requests it would refuse for other reasons are left to it,
-			// as on the fast path). Without the Tasks extension declared
-			// it gets -32021 (TASKS-SPEC §3.2, §3.12): go-sdk knows nothing
-			// of taskIds and would acknowledge it.
+			// A task subscription, on either route (see serveTaskListen).
 			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) {
 				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
