@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -180,6 +181,11 @@ func TestLateFinishIsFenced(t *testing.T) {
 		tools := []*Tool{{Name: "job", Handler: h, Retry: RetryPolicy{Rerun: true}}}
 		// One worker, held by the stalled handler: A cannot reclaim the task.
 		a := startEngine(t, procA, tools, Options{Owner: "a", Workers: 1})
+		// Registered after the engine's cleanup, so run before it: a
+		// failing check must not leave the stalled handler holding
+		// Shutdown (a deadlock of the bubble).
+		wake := sync.OnceFunc(func() { close(wakeA) })
+		t.Cleanup(wake)
 		r := create(t, a, "job")
 		synctest.Wait()
 		if got := get(t, mem, r.ID); got.LeaseOwner != "a" {
@@ -195,7 +201,7 @@ func TestLateFinishIsFenced(t *testing.T) {
 			t.Fatalf("result %s at attempt %d, want B's at 2", byB.Result, byB.Attempt)
 		}
 
-		close(wakeA)
+		wake()
 		synctest.Wait()
 		if got := get(t, mem, r.ID); string(got.Result) != `{"by":"b"}` || got.Status != task.Completed || !got.UpdatedAt.Equal(byB.UpdatedAt) {
 			t.Errorf("after A's late finish: %s %s, want B's result untouched", got.Status, got.Result)

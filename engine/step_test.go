@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -287,13 +288,15 @@ func TestStep_LeaseLost(t *testing.T) {
 		}
 		tools := []*Tool{{Name: "t", Handler: h, Retry: RetryPolicy{Rerun: true}}}
 		a := startEngine(t, procA, tools, Options{Owner: "a"})
+		unblock := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(unblock) // before the engine's Shutdown, which would wait for A's step
 		r := create(t, a, "t")
 		synctest.Wait()
 		startEngine(t, mem, tools, Options{Owner: "b"})
 		time.Sleep(testLease + DefaultClaimInterval)
 		synctest.Wait()
 		wantStatus(t, mem, r.ID, task.Completed)
-		close(release)
+		unblock()
 		synctest.Wait()
 		if !errors.Is(errA, store.ErrLeaseLost) {
 			t.Errorf("A's Step error = %v, want store.ErrLeaseLost", errA)
