@@ -293,4 +293,9 @@ func testClaimConcurrent(t *testing.T, f factory, leaseFor time.Duration, rounds
 	if leaseFor > 0 && len(owners) != tasks {
 		t.Errorf("%d claims, want %d", len(owners), tasks)
 	}
+	// Expiring leases: every task stays claimable, so every claim takes
+	// as many as its limit (more tasks than all workers hold at once).
+	if leaseFor == 0 && len(owners) != workers*rounds*limit {
+		t.Errorf("%d claims, want %d: every claim of %d of %d claimable tasks", len(owners), workers*rounds*limit, limit, tasks)
+	}
 }
