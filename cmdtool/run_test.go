@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -344,42 +345,54 @@ func TestHandle_Cancelled(t *testing.T) {
 	}
 }
 
+// TestStatusPump_Throttles: the pump sends a status at once, then at most
+// one per interval, the latest offered, on a fake clock.
 func TestStatusPump_Throttles(t *testing.T) {
 	t.Parallel()
-	var (
-		mu   sync.Mutex
-		sent []string
-	)
-	set := func(_ context.Context, s string) error {
-		mu.Lock()
-		defer mu.Unlock()
-		sent = append(sent, s)
-		return nil
-	}
-	const every = 50 * time.Millisecond
-	p := startStatusPump(t.Context(), every, set)
-	defer p.stop()
-	start := time.Now()
-	for i := range 1000 {
-		p.offer("line " + strings.Repeat("x", i%3) + string(rune('0'+i%10)))
-	}
-	p.offer("the last line")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		got := slices.Clone(sent)
-		mu.Unlock()
-		if len(got) > 0 && got[len(got)-1] == "the last line" {
-			if limit := int(time.Since(start)/every) + 2; len(got) > limit {
-				t.Errorf("%d status updates in %s, want at most %d", len(got), time.Since(start), limit)
-			}
-			return
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu   sync.Mutex
+			sent []string
+		)
+		set := func(_ context.Context, s string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sent = append(sent, s)
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the last line was not sent: %q", got)
+		updates := func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(sent)
 		}
-		time.Sleep(5 * time.Millisecond) // polling the fake store
-	}
+		const every = 50 * time.Millisecond
+		p := startStatusPump(t.Context(), every, set)
+		defer p.stop()
+		p.offer("the first line")
+		synctest.Wait()
+		if got := updates(); !slices.Equal(got, []string{"the first line"}) {
+			t.Fatalf("at once: %q, want the first line", got)
+		}
+		for i := range 1000 {
+			p.offer("line " + strings.Repeat("x", i%3) + string(rune('0'+i%10)))
+		}
+		p.offer("the last line")
+		time.Sleep(every - time.Nanosecond)
+		synctest.Wait()
+		if got := updates(); len(got) != 1 {
+			t.Fatalf("within the interval: %q, want nothing more", got)
+		}
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if got := updates(); !slices.Equal(got, []string{"the first line", "the last line"}) {
+			t.Fatalf("after the interval: %q, want the last line offered, once", got)
+		}
+		time.Sleep(10 * every)
+		synctest.Wait()
+		if got := updates(); len(got) != 2 {
+			t.Errorf("with nothing new offered: %q, want no more updates", got)
+		}
+	})
 }
 
 func TestProgressFilter(t *testing.T) {

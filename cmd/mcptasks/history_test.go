@@ -110,6 +110,17 @@ func TestHistory(t *testing.T) {
 	}
 	h.check()
 	dup := h.checkStore(t, base)
+	// A run that did nothing, or from which the cluster never recovered,
+	// must not pass for want of violations.
+	if len(h.acknowledged()) == 0 || h.outcomes()["completed"] == 0 {
+		h.violation("no task was acknowledged and completed: outcomes %v", h.outcomes())
+	}
+	if n.kills() == 0 {
+		h.violation("the nemesis killed no process in %s of faults", faults)
+	}
+	if u := h.unacked.Load(); u > 0 {
+		h.violation("%d creates were never acknowledged, retried until %s after the faults stopped", u, histSettle)
+	}
 
 	t.Logf("history: %s of faults: %d SIGKILLs (%s), %d table locks, %d connection terminations; %d lifecycles, %d tasks acknowledged (%d after a retried create), %d creates never acknowledged; outcomes %v; lost %d of %d, duplicated %d, violations %d",
 		faults, n.kills(), n.killSummary(), n.locks, n.terminations, next.Load(), len(h.acknowledged()), h.retried.Load(), h.unacked.Load(),
