@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,9 +16,13 @@ import (
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
-// TestMetrics runs one task through an engine observed by Metrics and
-// checks what the registry then exports.
+// TestMetrics runs one task through an engine observed by Metrics, on
+// synctest's clock, and checks what the registry then exports.
 func TestMetrics(t *testing.T) {
+	synctest.Test(t, testMetrics)
+}
+
+func testMetrics(t *testing.T) {
 	st := memory.New()
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg, st)
@@ -51,21 +56,19 @@ mcptasks_tasks{status="working"} 1
 		t.Error(err)
 	}
 	eng.Start(ctx)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = eng.Shutdown(ctx)
+		}
+	})
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		got, err := eng.Get(ctx, "p", r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.Status.Terminal() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task still %s", got.Status)
-		}
-		time.Sleep(10 * time.Millisecond)
+	time.Sleep(time.Second) // a claim round and the run, on the fake clock
+	synctest.Wait()
+	if got, err := eng.Get(ctx, "p", r.ID); err != nil || !got.Status.Terminal() {
+		t.Fatalf("task after a second: %v, %v; want it ended", got, err)
 	}
+	stopped = true
 	if err := eng.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -775,8 +775,12 @@ func TestPostgresOutage(t *testing.T) {
 				t.Errorf("task %s, acknowledged before or during the outage, cannot be read: %v", id, err)
 				break
 			}
-			if repTerminal(m["status"]) || time.Now().After(deadline) {
+			if repTerminal(m["status"]) {
 				statuses[m["status"].(string)]++
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("task %s, acknowledged before or during the outage, is still %v 30 s after it", id, m["status"])
 				break
 			}
 			time.Sleep(100 * time.Millisecond)
