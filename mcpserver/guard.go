@@ -98,7 +98,10 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return
 			}
-			if s.polls != nil && msg.Method == methodGet {
+			// Only ids that could be a task's are remembered: the others
+			// are answered not found without a store read, and keeping
+			// them would let the limiter's memory grow with their length.
+			if s.polls != nil && msg.Method == methodGet && task.ValidID(id) {
 				if ok, wait := s.polls.allow(s.httpPrincipal(r), id); !ok {
 					writeTooFast(w, msg.ID, wait)
 					return

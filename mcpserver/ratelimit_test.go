@@ -75,6 +75,14 @@ func TestMinPollInterval(t *testing.T) {
 		if rec := get(b); rec.Code != http.StatusOK {
 			t.Errorf("another task's first poll: HTTP %d", rec.Code)
 		}
+		// An id that is no task's is not remembered (ids of any length
+		// would grow the limiter): every poll of it gets not found.
+		bogus := strings.Repeat("x", 4096)
+		for range 2 {
+			if rec := get(bogus); rec.Code != http.StatusBadRequest {
+				t.Errorf("a poll of an id that is no task's: HTTP %d %s, want 400 (not found)", rec.Code, rec.Body)
+			}
+		}
 	}
 }
 
