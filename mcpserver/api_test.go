@@ -13,7 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
 
@@ -493,5 +495,28 @@ func TestLifecycle(t *testing.T) {
 	}
 	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "draining") {
 		t.Errorf("/readyz after Shutdown: %d %q, want 503 draining", code, body)
+	}
+}
+
+// unpingable is a store whose Ping fails with an error that names what a
+// driver's error names: the database, its user and address.
+type unpingable struct{ store.Store }
+
+func (unpingable) Ping(context.Context) error {
+	return errors.New("failed to connect to `user=app database=tasks`: 10.0.0.7:5432")
+}
+
+// TestReadyz_StoreErrorNotSent: /readyz, which answers anyone, says the
+// store is unavailable without the store's error.
+func TestReadyz_StoreErrorNotSent(t *testing.T) {
+	srv := mcpserver.New(&mcp.Implementation{Name: "t", Version: "0"}, &mcpserver.Options{Store: unpingable{memory.New()}, Engine: &engine.Options{Workers: -1}})
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	rec := httptest.NewRecorder()
+	srv.Mux().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if body := rec.Body.String(); rec.Code != http.StatusServiceUnavailable || body != "store unavailable\n" {
+		t.Errorf("/readyz with the store down: %d %q, want 503 \"store unavailable\" and nothing of the error", rec.Code, body)
 	}
 }

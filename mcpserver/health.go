@@ -23,7 +23,8 @@ func (s *Server) HealthHandler() http.Handler {
 // ReadyHandler answers "ready" when the server may take requests: it has
 // started, is not draining, and its store answers a ping within 2 s (for
 // stores that can be pinged, store.Pinger). Otherwise it answers HTTP 503
-// saying why, so that a load balancer sends requests elsewhere (/readyz).
+// saying why (a store's error is logged, not sent: /readyz answers anyone),
+// so that a load balancer sends requests elsewhere (/readyz).
 func (s *Server) ReadyHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -38,7 +39,11 @@ func (s *Server) ReadyHandler() http.Handler {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			defer cancel()
 			if err := p.Ping(ctx); err != nil {
-				http.Error(w, "store unavailable: "+err.Error(), http.StatusServiceUnavailable)
+				// The cause is logged, not sent: /readyz answers anyone,
+				// and a driver's error names the database, its user and
+				// address.
+				s.log.Warn("readyz: store unavailable", "err", err)
+				http.Error(w, "store unavailable", http.StatusServiceUnavailable)
 				return
 			}
 		}
