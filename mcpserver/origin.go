@@ -53,6 +53,21 @@ func (s *Server) checkOrigin(r *http.Request) string {
 	return ""
 }
 
+// LoopbackOnly returns a handler that serves h only to requests whose Host
+// names a loopback host (localhost or a loopback IP), as the MCP endpoint
+// does on a loopback listener: the others get HTTP 403. It keeps a web
+// page that rebinds its own name to 127.0.0.1 (DNS rebinding) away from a
+// listener meant for this machine, such as a profiling one.
+func LoopbackOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopback(r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: Host %q is not a loopback name", r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // loopbackAddr reports whether the listener's address a is a loopback
 // one; a TCP address is read as it is, without formatting it.
 func loopbackAddr(a net.Addr) bool {

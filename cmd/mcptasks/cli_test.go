@@ -191,6 +191,7 @@ func TestCLI_Errors(t *testing.T) {
 		{"NegativeDrainTimeout", []string{"serve", "--store", "memory:", "--drain-timeout", "-5s"}, exitUsage, "--drain-timeout must be 0 (cancel at once) or more, got -5s"},
 		{"NegativeMinPollInterval", []string{"serve", "--store", "memory:", "--min-poll-interval", "-1s"}, exitUsage, "--min-poll-interval must be 0 (no limit) or more, got -1s"},
 		{"MinPollIntervalAboveSuggested", []string{"serve", "--store", "memory:", "--listen", "127.0.0.1:0", "--min-poll-interval", "3s"}, exitUsage, "MinPollInterval 3s is longer than the poll interval 1s"},
+		{"PprofNotLoopback", []string{"serve", "--store", "memory:", "--listen", "127.0.0.1:0", "--pprof-listen", "0.0.0.0:0"}, exitUsage, `--pprof-listen "0.0.0.0:0": not a loopback address`},
 		{"ZeroMaxBodyBytes", []string{"serve", "--store", "memory:", "--max-body-bytes", "0"}, exitUsage, "--max-body-bytes must be positive, got 0"},
 		{"Unreachable", []string{"call", unreachable, "greet"}, exitTransport, "connection refused"},
 		{"UnknownTool", []string{"call", p.url, "no_such_tool"}, exitTransport, "-32602"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -332,5 +333,36 @@ func TestSQLiteServeAndWorker(t *testing.T) {
 	got := c.waitStatus(t, id, "completed", 10*time.Second)
 	if !strings.Contains(fmt.Sprint(got["result"]), "Deleted b.txt") {
 		t.Errorf("result: %v", got["result"])
+	}
+}
+
+// TestPprofListener: --pprof-listen serves the runtime's profiles to
+// loopback Host names only (not to a page that rebinds its own name), and
+// not the command line, which may carry secrets.
+func TestPprofListener(t *testing.T) {
+	paddr := freeAddr(t)
+	db := filepath.Join(t.TempDir(), "secret-marker.db")
+	start(t, freeAddr(t), "--store", "sqlite:"+db, "--pprof-listen", paddr)
+	get := func(path, host string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+paddr+path, nil)
+		if host != "" {
+			req.Host = host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/debug/pprof/goroutine?debug=1", ""); code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Errorf("goroutine profile: %d %.100q, want it", code, body)
+	}
+	if code, body := get("/debug/pprof/cmdline", ""); strings.Contains(body, "secret-marker") {
+		t.Errorf("/debug/pprof/cmdline: %d %q, want no command line", code, body)
+	}
+	if code, _ := get("/debug/pprof/goroutine?debug=1", "rebound.example:6060"); code != http.StatusForbidden {
+		t.Errorf("a profile under Host rebound.example: %d, want 403", code)
 	}
 }

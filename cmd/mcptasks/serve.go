@@ -75,7 +75,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
-	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener serving Go's runtime profiles at /debug/pprof/ (keep it on loopback: profiles reveal internals)")
+	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener, on loopback, serving Go's runtime profiles at /debug/pprof/ (not the command line, which may carry secrets)")
 	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
 	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
 	fl.IntVar(&f.maxJSONDepth, "max-json-depth", mcpserver.DefaultMaxJSONDepth, "deepest nesting of JSON objects and arrays a request body may have; deeper bodies get HTTP 400 and -32602 before anything decodes them")
@@ -175,7 +175,12 @@ func serve(ctx context.Context, f *serveFlags) error {
 			return fmt.Errorf("--pprof-listen: %w", err)
 		}
 		defer pln.Close()
-		go http.Serve(pln, pprofMux()) // returns when pln is closed
+		if a, ok := pln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			ln.Close()
+			return usageError("--pprof-listen %q: not a loopback address; profiles show the process's insides to anyone who reaches them: listen on 127.0.0.1", f.pprofListen)
+		}
+		ps := &http.Server{Handler: mcpserver.LoopbackOnly(pprofMux()), ReadHeaderTimeout: f.readHeaderTimeout}
+		go ps.Serve(pln) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, ro)
 	if err != nil {
@@ -278,7 +283,8 @@ func readSessionKey(path string) ([]byte, error) {
 func pprofMux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	// Not /debug/pprof/cmdline: the command line may carry secrets
+	// (--upstream-header, a --store URL's password).
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
