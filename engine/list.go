@@ -25,9 +25,14 @@ type ListParams struct {
 
 // List returns a page of the principal's tasks that have not expired,
 // newest first, as store.Lister.List does: a page may hold fewer than
-// Limit tasks and still have a Next cursor. A cursor that List did not
+// Limit tasks and still have a Next cursor. An empty Principal is an
+// error, not every principal's tasks. A cursor that List did not
 // make gives an error matching store.ErrBadCursor.
 func (e *Engine) List(ctx context.Context, p ListParams) (*store.ListPage, error) {
+	if p.Principal == "" {
+		// To a store, no principal means every principal's tasks.
+		return nil, errors.New("engine: list tasks: no principal; a principal lists only its own tasks")
+	}
 	l, ok := e.raw.(store.Lister)
 	if !ok {
 		return nil, ErrListUnsupported

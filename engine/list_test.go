@@ -43,5 +43,9 @@ func TestList(t *testing.T) {
 		if _, err := e.List(bg, ListParams{Principal: principal, Cursor: "x"}); !errors.Is(err, store.ErrBadCursor) {
 			t.Errorf("List with a bad cursor: %v", err)
 		}
+		// No principal is an error: to the store it means everyone's.
+		if page, err := e.List(bg, ListParams{}); err == nil {
+			t.Errorf("List without a principal = %d tasks, want an error", len(page.Tasks))
+		}
 	})
 }
