@@ -50,9 +50,9 @@ var (
 // "Send?", which can decline or cancel too. A URL request shows the URL
 // and asks whether the person accepts.
 func (p *Prompter) Elicit(ctx context.Context, e *Elicitation) (*mcp.ElicitResult, error) {
-	fmt.Fprintf(p.Out, "? %s\n", strings.TrimSpace(e.Message))
+	fmt.Fprintf(p.Out, "? %s\n", safe(strings.TrimSpace(e.Message)))
 	if e.Mode == "url" {
-		fmt.Fprintf(p.Out, "  Open %s\n", e.URL)
+		fmt.Fprintf(p.Out, "  Open %s\n", safe(e.URL))
 		k, err := p.Choose(ctx, "  Done?", sendChoices, "")
 		if err != nil {
 			return nil, err
@@ -66,11 +66,11 @@ func (p *Prompter) Elicit(ctx context.Context, e *Elicitation) (*mcp.ElicitResul
 	content := map[string]any{}
 	for _, f := range form.Fields {
 		if f.Description != "" {
-			fmt.Fprintf(p.Out, "  %s\n", f.Description)
+			fmt.Fprintf(p.Out, "  %s\n", safe(f.Description))
 		}
 		if f.Kind == Enum || f.Kind == MultiEnum {
 			for i, o := range f.Options {
-				fmt.Fprintf(p.Out, "    %d) %s\n", i+1, o.label())
+				fmt.Fprintf(p.Out, "    %d) %s\n", i+1, safe(o.label()))
 			}
 		}
 		for {
@@ -97,7 +97,7 @@ func (p *Prompter) Elicit(ctx context.Context, e *Elicitation) (*mcp.ElicitResul
 			}
 			v, err := f.Parse(s)
 			if err != nil {
-				fmt.Fprintf(p.Out, "  %v\n", err)
+				fmt.Fprintf(p.Out, "  %s\n", safe(err.Error()))
 				continue
 			}
 			content[f.Name] = v

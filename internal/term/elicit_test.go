@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -125,6 +126,37 @@ func TestPrompter_ElicitURL(t *testing.T) {
 	if !strings.Contains(out.String(), "Open https://example.com/auth") {
 		t.Errorf("output %q lacks the URL", out.String())
 	}
+}
+
+// TestPrompter_ControlCharacters: what a server sends reaches the terminal
+// without the control characters a terminal acts on (an OSC 52 clipboard
+// write, a cursor move), in the question, its URL, a form's fields, and
+// the status line.
+func TestPrompter_ControlCharacters(t *testing.T) {
+	t.Parallel()
+	const esc = "\x1b]52;c;ZXZpbA==\x07\x1b[2J\u009b1A"
+	var out strings.Builder
+	p := &Prompter{In: NewLines(strings.NewReader("y\nx\n")), Out: &out}
+	if _, err := p.Elicit(context.Background(), &Elicitation{Mode: "url", Message: "Sign in" + esc, URL: "https://example.com/" + esc}); err != nil {
+		t.Fatal(err)
+	}
+	schema := json.RawMessage(`{"type":"object","properties":{"n` + jsonEscape(esc) + `":{"type":"string","title":"Name` + jsonEscape(esc) + `","description":"D` + jsonEscape(esc) + `"}},"required":["n` + jsonEscape(esc) + `"]}`)
+	if _, err := p.Elicit(context.Background(), &Elicitation{Mode: "form", Message: "Who" + esc, Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStatusLine(io.Discard, func() int { return 200 }, time.Now())
+	s.Set("working", "step"+esc)
+	for name, got := range map[string]string{"prompt": out.String(), "status line": s.Text()} {
+		if strings.ContainsAny(got, "\x1b\x07\u009b") {
+			t.Errorf("%s: %q carries control characters", name, got)
+		}
+	}
+}
+
+// jsonEscape returns s as the inside of a JSON string.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 func TestPrompter_Interrupt(t *testing.T) {

@@ -20,7 +20,7 @@ type Prompter struct {
 // Ask writes prompt and returns the line typed, trimmed of surrounding
 // spaces.
 func (p *Prompter) Ask(ctx context.Context, prompt string) (string, error) {
-	fmt.Fprint(p.Out, prompt)
+	fmt.Fprint(p.Out, safe(prompt))
 	s, err := p.In.Next(ctx, p.Interrupt)
 	if err != nil {
 		fmt.Fprintln(p.Out)

@@ -160,9 +160,23 @@ func (s *StatusLine) erase() {
 	}
 }
 
-// oneLine replaces line breaks and tabs by spaces.
+// oneLine replaces line breaks and tabs by spaces, and control characters
+// (see safe).
 func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
+	return strings.Join(strings.Fields(safe(s)), " ")
+}
+
+// safe returns s with the control characters a terminal acts on (C0 but
+// newline and tab, DEL and C1) replaced by U+FFFD: text from a server or a
+// tool's output, shown in a prompt or the status line, must not move the
+// cursor, retitle the window or write the clipboard.
+func safe(s string) string {
+	return strings.Map(func(r rune) rune {
+		if (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
 }
 
 // truncate cuts s to n runes, ending it with "…" if it was longer.
