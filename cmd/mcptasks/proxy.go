@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -152,11 +153,16 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 			for _, kv := range f.headers {
 				k, v, ok := strings.Cut(kv, ":")
 				if !ok || strings.TrimSpace(k) == "" {
-					return nil, fmt.Errorf("--upstream-header %q: want \"NAME: VALUE\"", kv)
+					// Not the value: it may be a credential.
+					return nil, fmt.Errorf("--upstream-header: a value of %d characters without a colon: want \"NAME: VALUE\"", len(kv))
 				}
 				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
-			up.HTTPClient = &http.Client{Transport: &headerTransport{h: h, rt: http.DefaultTransport}}
+			u, err := url.Parse(f.url)
+			if err != nil {
+				return nil, fmt.Errorf("--upstream-url: %w", err)
+			}
+			up.HTTPClient = &http.Client{Transport: &headerTransport{h: h, host: u.Host, rt: http.DefaultTransport}}
 		}
 	case len(args) > 0:
 		return nil, fmt.Errorf("unexpected arguments %q: put --upstream before the upstream command", args)
@@ -226,13 +232,20 @@ func anyTool(tools []*mcp.Tool, glob string) bool {
 	return false
 }
 
-// headerTransport adds --upstream-header headers to every request.
+// headerTransport adds --upstream-header headers to every request to the
+// upstream's host, and to no other: a redirect elsewhere must not carry
+// the upstream's credentials (net/http drops its own Authorization on
+// one; this transport would add it again).
 type headerTransport struct {
-	h  http.Header
-	rt http.RoundTripper
+	h    http.Header
+	host string // the upstream URL's host[:port]
+	rt   http.RoundTripper
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Host != t.host {
+		return t.rt.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	for k, vs := range t.h {
 		r.Header[k] = append([]string(nil), vs...)

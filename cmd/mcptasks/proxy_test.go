@@ -369,3 +369,34 @@ func TestProxy_Usage(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderTransport: --upstream-header headers go to the upstream's host
+// only, not to another that a redirect names.
+func TestHeaderTransport(t *testing.T) {
+	var got http.Header
+	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer secret"}}, host: "up.example:9000",
+		rt: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			got = r.Header
+			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
+		})}
+	for _, c := range []struct {
+		url  string
+		want string
+	}{
+		{"http://up.example:9000/mcp", "Bearer secret"},
+		{"http://elsewhere.example/mcp", ""},
+		{"http://up.example/mcp", ""}, // another port: another server
+	} {
+		req, _ := http.NewRequest("POST", c.url, nil)
+		if _, err := rt.RoundTrip(req); err != nil {
+			t.Fatal(err)
+		}
+		if a := got.Get("Authorization"); a != c.want {
+			t.Errorf("%s: Authorization %q, want %q", c.url, a, c.want)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
