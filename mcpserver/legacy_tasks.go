@@ -73,6 +73,13 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 		s.legacyResult(lr, id)
 		return
 	}
+	// The poll limit holds in either era (see the guard).
+	if s.polls != nil && m.Method == methodGet && task.ValidID(id) {
+		if ok, wait := s.polls.allow(lr.principal, id); !ok {
+			writeTooFast(lr.w, m.ID, wait)
+			return
+		}
+	}
 	get := s.legacyGet
 	if m.Method == methodCancel {
 		get = s.legacyCancel

@@ -108,3 +108,61 @@ func TestMinPollIntervalAboveSuggested(t *testing.T) {
 		t.Errorf("Start: %v, want it to name MinPollInterval, the interval and the tool", err)
 	}
 }
+
+// TestMinPollInterval_Legacy: the poll limit holds for a 2025-11-25
+// tasks/get too.
+func TestMinPollInterval_Legacy(t *testing.T) {
+	srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: time.Hour,
+		Store: memory.New(), Engine: &engine.Options{Workers: -1, DefaultPollInterval: 2 * time.Hour}})
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	h := srv.Handler()
+	session := ""
+	post := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	if session = rec.Header().Get("Mcp-Session-Id"); session == "" {
+		t.Fatalf("initialize: %d %s", rec.Code, rec.Body)
+	}
+	var created struct {
+		Result struct {
+			Task struct {
+				TaskID string `json:"taskId"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	rec = post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{},"task":{}}}`)
+	out := rec.Body.String()
+	if i := strings.LastIndex(out, "data: "); i >= 0 {
+		out = out[i+len("data: "):]
+	}
+	if json.Unmarshal([]byte(out), &created) != nil || created.Result.Task.TaskID == "" {
+		t.Fatalf("tools/call: %s", rec.Body)
+	}
+	get := `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + created.Result.Task.TaskID + `"}}`
+	if rec := post(get); rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), `"error"`) {
+		t.Fatalf("first poll: %d %s", rec.Code, rec.Body)
+	}
+	if rec := post(get); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("second poll within the limit: %d %s, want 429 with Retry-After", rec.Code, rec.Body)
+	}
+}
