@@ -90,6 +90,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
 			}
+			// Any other listen stays open too, holding its body: it counts
+			// as one of the principal's streams (go-sdk serves it).
+			release, ok := s.admitStream(w, msg.ID, s.httpPrincipal(r), len(body), 0)
+			if !ok {
+				return
+			}
+			defer release()
 		case methodGet, methodUpdate, methodCancel:
 			var id string
 			name, ok := headerValue(r.Header, "Mcp-Name")
@@ -160,11 +167,11 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *mess
 		return
 	}
 	principal := s.httpPrincipal(r)
-	if !s.subs.take(principal, len(ids)) {
-		s.subs.writeTooMany(w, m.ID)
+	release, ok := s.admitStream(w, m.ID, principal, len(m.body), len(ids))
+	if !ok {
 		return
 	}
-	defer s.subs.release(principal, len(ids))
+	defer release()
 	rw := &replyWriter{ResponseWriter: w}
 	c := &listenCall{id: m.ID, principal: principal, ids: ids, w: rw}
 	if fast {

@@ -65,6 +65,7 @@ type legacyRequest struct {
 	msg       *legacyMessage
 	principal string
 	session   *legacySession
+	size      int // of the request's body
 }
 
 // serveLegacy serves the POST r if it belongs to a 2025-11-25 session
@@ -94,7 +95,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		m.ID = id
 	}
-	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r)}
+	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r), size: len(body)}
 	if m.Method == "initialize" {
 		s.legacyInitialize(lr, body, next)
 		return true

@@ -328,3 +328,41 @@ func TestListen_EndSubscriptions(t *testing.T) {
 		t.Error("the stream goes on after the listen's response")
 	}
 }
+
+// TestListen_StreamsBounded: every request that stays open holding its
+// body counts against MaxSubscriptions, not only task subscriptions: a
+// plain subscriptions/listen and a 2025-11-25 tasks/result too; and such a
+// request's body is bounded, so that open streams cannot hold the whole
+// in-flight budget (every other request would get HTTP 503).
+func TestListen_StreamsBounded(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{tokens: twoPrincipals, maxSubscriptions: 1})
+	parked := c.createTask(t, "tokA", "confirm_delete", `{"filename":"notes.txt"}`)
+	c.waitStatus(t, "tokA", parked, "input_required", nil)
+	first := c.listen(t, "tokA", 1, parked)
+	first.next(t) // the acknowledgement: the subscription is open
+	t.Cleanup(first.close)
+
+	post := func(token, body string) *rawResponse {
+		h := http.Header{"Authorization": {"Bearer " + token}, "Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
+		return c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(body)})
+	}
+	refused := func(what string, resp *rawResponse, status int, code int64) {
+		t.Helper()
+		rep := resp.reply(t)
+		if resp.status != status || rep.Error == nil || rep.Error.Code != code {
+			t.Errorf("%s: HTTP %d %s, want HTTP %d and %d", what, resp.status, resp.body, status, code)
+		}
+	}
+	plain := expandMeta(`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
+	refused("a plain listen past MaxSubscriptions 1", post("tokA", plain), http.StatusTooManyRequests, mcpserver.CodeTooManySubscriptions)
+
+	legacy := initialize(t, c, "tokA")
+	id := legacy.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
+	refused("a 2025-11-25 tasks/result past MaxSubscriptions 1",
+		legacy.post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`),
+		http.StatusTooManyRequests, mcpserver.CodeTooManySubscriptions)
+
+	padded := strings.Replace(plain, `"id":2,`, `"id":4,`+strings.Repeat(" ", 512<<10), 1)
+	refused("a listen of 512 KiB", post("tokB", padded), http.StatusRequestEntityTooLarge, -32600)
+}
