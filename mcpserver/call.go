@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -56,7 +57,10 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				ctx, done := s.inline.start(ctx)
+				ctx, done, ok := s.inline.start(ctx)
+				if !ok {
+					return nil, &jsonrpc.Error{Code: codeInternalError, Message: fmt.Sprintf("too many tool calls running on this server (at most %d); try again", s.inline.max)}
+				}
 				defer done()
 				res, err := s.callTool(ctx, r, next)
 				var je *jsonrpc.Error

@@ -10,8 +10,9 @@ import (
 // them as for task handlers, and cancels those still running at its
 // deadline (cause ErrShutdown), so that none outlives the process: an
 // inline command tool's process group, say, which only its handler kills.
-// The zero value is ready.
+// The zero value is ready, and bounds nothing.
 type inlineCalls struct {
+	max  int // most calls running at once; 0: no bound
 	mu   sync.Mutex
 	n    int           // calls running
 	idle chan struct{} // closed when n drops to 0 while a drain waits
@@ -28,10 +29,18 @@ func (c *inlineCalls) init() {
 	}
 }
 
+// DefaultMaxInlineCalls is the default of Options.MaxInlineCalls.
+const DefaultMaxInlineCalls = 256
+
 // start tracks a call until done, and returns its context, which the
-// drain's deadline ends.
-func (c *inlineCalls) start(ctx context.Context) (_ context.Context, done func()) {
+// drain's deadline ends. With max calls running, it returns ok false and
+// tracks nothing.
+func (c *inlineCalls) start(ctx context.Context) (_ context.Context, done func(), ok bool) {
 	c.mu.Lock()
+	if c.max > 0 && c.n >= c.max {
+		c.mu.Unlock()
+		return ctx, nil, false
+	}
 	c.init()
 	c.n++
 	stop := c.stop
@@ -47,7 +56,7 @@ func (c *inlineCalls) start(ctx context.Context) (_ context.Context, done func()
 			c.idle = nil
 		}
 		c.mu.Unlock()
-	}
+	}, true
 }
 
 // drain waits until no call runs or ctx is done; then it cancels the calls

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,5 +90,70 @@ func TestShutdown_InlineCalls(t *testing.T) {
 		}
 	case <-time.After(waitTimeout):
 		t.Error("no reply to the cut call")
+	}
+}
+
+// TestMaxInlineCalls: past Options.MaxInlineCalls running at once, a
+// tools/call gets -32603 (try again) without running its tool; once one
+// ends, the next runs.
+func TestMaxInlineCalls(t *testing.T) {
+	started, release := make(chan struct{}, 2), make(chan struct{})
+	var runs atomic.Int32
+	srv := mcpserver.New(&mcp.Implementation{Name: "t", Version: "0"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: 1}, MaxInlineCalls: 1})
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			runs.Add(1)
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(hs.Close)
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before hs.Close: a failing test does not hang
+	call := func() string {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(expandMeta(
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"block"}}`)))
+		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"block"}}
+		// Bounded: a call let through past the bound would block.
+		resp, err := (&http.Client{Timeout: waitTimeout}).Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	first := make(chan string, 1)
+	go func() { first <- call() }()
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("the first call did not start")
+	}
+	if out := call(); !strings.Contains(out, `"code":-32603`) || !strings.Contains(out, "too many tool calls") {
+		t.Errorf("a call past MaxInlineCalls 1: %s, want -32603 saying too many", out)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the tool ran %d times, want once: the refused call must not run it", n)
+	}
+	unblock()
+	if out := <-first; !strings.Contains(out, "done") {
+		t.Errorf("the first call: %s, want its result", out)
+	}
+	go func() { <-started }() // the next call's start
+	if out := call(); !strings.Contains(out, "done") {
+		t.Errorf("a call once the first ended: %s, want its result", out)
 	}
 }

@@ -136,6 +136,14 @@ type Options struct {
 	// per MaxSubscribedTasks (HTTP 413).
 	MaxSubscriptions   int
 	MaxSubscribedTasks int
+	// MaxInlineCalls bounds the tools/call requests running at once on
+	// this server (DefaultMaxInlineCalls if zero): those that run their
+	// tool inline, in the request, which the workers' bound does not
+	// count, above all. A command tool's call runs a process, a proxied
+	// one may start an upstream: without a bound, a burst of calls would
+	// exhaust the machine's processes or threads. Past it a call gets
+	// -32603, which says to try again.
+	MaxInlineCalls int
 	// ListenKeepAlive is how often an idle task subscription sends an SSE
 	// comment, so that proxies keep it open (DefaultListenKeepAlive if
 	// zero).
@@ -227,6 +235,10 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxSubscribedTasks <= 0 {
 		s.opts.MaxSubscribedTasks = DefaultMaxSubscribedTasks
 	}
+	if s.opts.MaxInlineCalls <= 0 {
+		s.opts.MaxInlineCalls = DefaultMaxInlineCalls
+	}
+	s.inline.max = s.opts.MaxInlineCalls
 	s.subs = &subLimiter{maxSubs: s.opts.MaxSubscriptions, maxIDs: s.opts.MaxSubscribedTasks, held: map[string]subCount{}}
 	s.sessionKey = sessionKey(s.opts.SessionKey)
 	if s.opts.TracerProvider != nil {

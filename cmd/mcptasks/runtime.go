@@ -108,6 +108,7 @@ type runtimeOptions struct {
 	feed                               bool          // run the store's change feed (serve)
 	noReadCache                        bool          // no read cache for a postgres store (serve)
 	maxSubscriptions, maxSubscribedIDs int           // bounds of task subscriptions per principal (serve)
+	maxInlineCalls                     int           // bound of the tools/call running at once (serve)
 	tools                              *toolSet      // what to serve; the built-in tools if nil
 	sessionKey                         []byte        // signs 2025-11-25 session ids (serve); random if nil
 }
@@ -228,6 +229,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		ChangeFeed:        feed,
 
 		MaxSubscriptions:   o.maxSubscriptions,
+		MaxInlineCalls:     o.maxInlineCalls,
 		MaxSubscribedTasks: o.maxSubscribedIDs,
 	})
 	if err := ts.register(srv); err != nil {

@@ -36,6 +36,7 @@ type serveFlags struct {
 	stdio             bool
 	noReadCache       bool
 	maxSubscriptions  int
+	maxInlineCalls    int
 	maxSubscribedIDs  int
 	sessionKeyFile    string
 	console           consoleFlags
@@ -83,6 +84,7 @@ process once their lease expires.`,
 	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.BoolVar(&f.noReadCache, "no-read-cache", false, "with a postgres:// store, read every tasks/get from the database instead of from the cache that LISTEN/NOTIFY keeps true (README: Postgres read cache); the cache is off anyway while LISTEN is down")
+	fl.IntVar(&f.maxInlineCalls, "max-inline-calls", mcpserver.DefaultMaxInlineCalls, "most tools/call requests running at once, those that run their tool inline (not as a task) above all: each command tool's call runs a process; past it a call gets -32603 (try again)")
 	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most streams one principal may hold open at once: subscriptions/listen (with taskIds or not) and 2025-11-25 tasks/result waits; past it one gets HTTP 429 and -31001")
 	fl.IntVar(&f.maxSubscribedIDs, "max-subscribed-tasks", mcpserver.DefaultMaxSubscribedTasks, "most task ids one principal's open subscriptions may name together (and one subscription alone, else -32602)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000; at most the poll interval suggested to clients (1s, or a tool's poll_interval) (default: no limit)")
@@ -113,6 +115,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 	if f.minPollInterval < 0 {
 		return usageError("--min-poll-interval must be 0 (no limit) or more, got %s", f.minPollInterval)
 	}
+	if f.maxInlineCalls <= 0 {
+		return usageError("--max-inline-calls must be positive, got %d", f.maxInlineCalls)
+	}
 	if f.maxSubscriptions <= 0 || f.maxSubscribedIDs <= 0 {
 		return usageError("--max-subscriptions and --max-subscribed-tasks must be positive, got %d and %d", f.maxSubscriptions, f.maxSubscribedIDs)
 	}
@@ -140,7 +145,7 @@ func serve(ctx context.Context, f *serveFlags) error {
 	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes,
 		maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
 		tools: f.tools, sessionKey: sessionKey, feed: true, noReadCache: f.noReadCache,
-		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs}
+		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs, maxInlineCalls: f.maxInlineCalls}
 	if f.stdio {
 		if tokens != nil {
 			return usageError("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
