@@ -22,15 +22,7 @@ import (
 // CodePollTooFast; other tasks are not affected. Off by default.
 func TestMinPollInterval(t *testing.T) {
 	for _, limit := range []time.Duration{0, time.Hour} {
-		srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit,
-			Store: memory.New(), Engine: &engine.Options{Workers: -1, DefaultPollInterval: 2 * time.Hour}})
-		err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				return nil, nil, nil
-			})
-		if err != nil {
-			t.Fatal(err)
-		}
+		srv := pollLimitServer(t, limit, 2*time.Hour)
 		if err := srv.Start(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -90,16 +82,8 @@ func TestMinPollInterval(t *testing.T) {
 // than the poll interval a task tool suggests, naming both: clients that
 // poll as told would be refused.
 func TestMinPollIntervalAboveSuggested(t *testing.T) {
-	srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: 3 * time.Second,
-		Store: memory.New(), Engine: &engine.Options{Workers: -1}})
-	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			return nil, nil, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = srv.Start(context.Background())
+	srv := pollLimitServer(t, 3*time.Second, 0) // the tool suggests the default, 1s
+	err := srv.Start(context.Background())
 	if err == nil {
 		_ = srv.Shutdown(context.Background())
 		t.Fatal("Start took MinPollInterval 3s with a suggested poll interval of 1s")
@@ -112,15 +96,7 @@ func TestMinPollIntervalAboveSuggested(t *testing.T) {
 // TestMinPollInterval_Legacy: the poll limit holds for a 2025-11-25
 // tasks/get too.
 func TestMinPollInterval_Legacy(t *testing.T) {
-	srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: time.Hour,
-		Store: memory.New(), Engine: &engine.Options{Workers: -1, DefaultPollInterval: 2 * time.Hour}})
-	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
-		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			return nil, nil, nil
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := pollLimitServer(t, time.Hour, 2*time.Hour)
 	if err := srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -165,4 +141,21 @@ func TestMinPollInterval_Legacy(t *testing.T) {
 	if rec := post(get); rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" {
 		t.Errorf("second poll within the limit: %d %s, want 429 with Retry-After", rec.Code, rec.Body)
 	}
+}
+
+// pollLimitServer returns a server, not started, with the poll limit
+// limit, whose one task tool "wait" suggests the poll interval suggested
+// (the engine's default if zero) and runs no handler.
+func pollLimitServer(t *testing.T, limit, suggested time.Duration) *mcpserver.Server {
+	t.Helper()
+	srv := mcpserver.New(&mcp.Implementation{Name: "limit", Version: "1"}, &mcpserver.Options{MinPollInterval: limit,
+		Store: memory.New(), Engine: &engine.Options{Workers: -1, DefaultPollInterval: suggested}})
+	err := mcpserver.AddTool(srv, &mcp.Tool{Name: "wait"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
