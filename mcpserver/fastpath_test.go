@@ -212,14 +212,11 @@ func TestRoutesAgree(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
-			out := rec.Body.String()
-			if i := strings.LastIndex(out, "data: "); i >= 0 { // SSE: the last event
-				out = out[i+len("data: "):]
-			}
+			out := mcptest.LastMessage(rec.Body.Bytes())
 			var msg struct {
 				Error *struct{ Code int64 } `json:"error"`
 			}
-			_ = json.Unmarshal([]byte(out), &msg)
+			_ = json.Unmarshal(out, &msg)
 			var code int64
 			if msg.Error != nil {
 				code = msg.Error.Code

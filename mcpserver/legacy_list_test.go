@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 )
 
@@ -226,15 +227,12 @@ func TestLegacyResultEndsAtShutdown(t *testing.T) {
 	id := s.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
 	srv.EndSubscriptions()
 	resp := s.post(`{"jsonrpc":"2.0","id":5,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
-	out := string(resp.body) // JSON, or an SSE stream (it may have started): its last event
-	if i := strings.LastIndex(out, "data: "); i >= 0 {
-		out = out[i+len("data: "):]
-	}
+	out := mcptest.LastMessage(resp.body) // JSON, or the last event of the stream it may have started
 	var reply struct {
 		ID    json.RawMessage       `json:"id"`
 		Error *struct{ Code int64 } `json:"error"`
 	}
-	if json.Unmarshal([]byte(out), &reply) != nil || string(reply.ID) != "5" || reply.Error == nil || reply.Error.Code != -32603 {
+	if json.Unmarshal(out, &reply) != nil || string(reply.ID) != "5" || reply.Error == nil || reply.Error.Code != -32603 {
 		t.Errorf("tasks/result at shutdown: HTTP %d %s, want -32603 under id 5", resp.status, resp.body)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
 )
@@ -127,11 +128,7 @@ func TestMinPollInterval_Legacy(t *testing.T) {
 		} `json:"result"`
 	}
 	rec = post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"wait","arguments":{},"task":{}}}`)
-	out := rec.Body.String()
-	if i := strings.LastIndex(out, "data: "); i >= 0 {
-		out = out[i+len("data: "):]
-	}
-	if json.Unmarshal([]byte(out), &created) != nil || created.Result.Task.TaskID == "" {
+	if json.Unmarshal(mcptest.LastMessage(rec.Body.Bytes()), &created) != nil || created.Result.Task.TaskID == "" {
 		t.Fatalf("tools/call: %s", rec.Body)
 	}
 	get := `{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + created.Result.Task.TaskID + `"}}`
