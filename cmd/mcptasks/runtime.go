@@ -337,15 +337,21 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 // memoryStore reports whether a --store value names a memory store.
 func memoryStore(spec string) bool { return strings.HasPrefix(spec, "memory:") }
 
-// storeLabel is a --store value as logs and errors show it: the password
-// of a URL masked, in its user part or its query.
+// storeLabel is a --store value as logs and errors show it: the passwords
+// of a URL masked, in its user part or its query (password, sslpassword).
 func storeLabel(spec string) string {
 	u, err := url.Parse(spec)
 	if err != nil || u.Opaque != "" {
 		return spec // sqlite:PATH, memory:
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	q, masked := u.Query(), false
+	for k := range q {
+		if strings.Contains(strings.ToLower(k), "password") { // password, sslpassword
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
