@@ -53,9 +53,11 @@ func (s *Server) ReadyHandler() http.Handler {
 
 // MetricsHandler serves the server's Prometheus metrics (/metrics): the
 // engine's store calls and task flow, the live tasks by status, and those
-// of [Options.Registry] (by default Go's runtime and the process).
+// of [Options.Registry] (by default Go's runtime and the process). A
+// scrape counts the live tasks in the store, so at most two are served at
+// once; more get HTTP 503.
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})
+	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 2})
 }
 
 // Mux returns a mux serving the MCP endpoint at /mcp and the operational
