@@ -186,8 +186,9 @@ type rawRequest struct {
 	path   string
 	header http.Header
 	body   []byte
-	// readFor, if set, reads the reply for that long only.
-	readFor time.Duration
+	// readMessages, if set, reads that many SSE messages of a stream that
+	// stays open, and no more: they are the reply.
+	readMessages int
 }
 
 // rawResponse is one HTTP response, with the JSON-RPC messages it carried.
@@ -201,17 +202,36 @@ type rawResponse struct {
 	messages []json.RawMessage
 }
 
+// readEvents reads the SSE events of r until n of them carried data, and
+// returns their lines.
+func readEvents(t *testing.T, r io.Reader, n int) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	br := bufio.NewReader(r)
+	data := false // the event being read has data
+	for n > 0 {
+		line, err := br.ReadBytes('\n')
+		out.Write(line)
+		switch trimmed := bytes.TrimRight(line, "\r\n"); {
+		case bytes.HasPrefix(trimmed, []byte("data:")):
+			data = true
+		case len(trimmed) == 0 && data:
+			n--
+			data = false
+		}
+		if err != nil && n > 0 {
+			t.Fatalf("read response: %v, %d message(s) short: %s", err, n, out.Bytes())
+		}
+	}
+	return out.Bytes()
+}
+
 // do sends req. Content-Type and Accept default to what a 2026-07-28
 // client sends.
 func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if req.readFor > 0 {
-		// A stream that stays open: what it carried so far is the reply.
-		ctx, cancel = context.WithTimeout(ctx, req.readFor)
-		defer cancel()
-	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, c.base+req.path, bytes.NewReader(req.body))
 	if err != nil {
 		t.Fatalf("build request: %v", err)
@@ -236,8 +256,10 @@ func (c *testClient) do(t *testing.T, req *rawRequest) *rawResponse {
 		t.Fatalf("%s %s: %v", req.method, req.path, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil && (req.readFor == 0 || ctx.Err() == nil) {
+	var body []byte
+	if req.readMessages > 0 {
+		body = readEvents(t, resp.Body, req.readMessages)
+	} else if body, err = io.ReadAll(resp.Body); err != nil {
 		t.Fatalf("read response: %v", err)
 	}
 	r := &rawResponse{status: resp.StatusCode, header: resp.Header, body: body}

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcptasks/mcptasks/internal/txtar"
 )
@@ -177,11 +176,11 @@ func (r *replay) request() {
 		c = r.replicas[n-1]
 		req.header.Del("Test-Replica")
 	}
-	if v := req.header.Get("Test-Read-For"); v != "" {
-		if req.readFor, err = time.ParseDuration(v); err != nil {
-			t.Fatalf("%s: %s: Test-Read-For: %v", r.path, f.Name, err)
+	if v := req.header.Get("Test-Read-Messages"); v != "" {
+		if req.readMessages, err = strconv.Atoi(v); err != nil || req.readMessages < 1 {
+			t.Fatalf("%s: %s: Test-Read-Messages %q: want a positive count", r.path, f.Name, v)
 		}
-		req.header.Del("Test-Read-For")
+		req.header.Del("Test-Read-Messages")
 	}
 	resp := c.do(t, req)
 	if sid := resp.header.Get("Mcp-Session-Id"); sid != "" {
