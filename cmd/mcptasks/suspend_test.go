@@ -75,9 +75,15 @@ func TestSuspendedRestartAndDrain(t *testing.T) {
 
 	q := start(t, addr, args...)
 	c = &rpc{url: q.url, tasks: true}
-	// Over two claim polls and more, nothing of them is claimed or
-	// heartbeated.
-	time.Sleep(2500 * time.Millisecond) // the window observed, not a wait for an event
+	// Over three claim rounds and more, nothing of them is claimed or
+	// heartbeated: the count of claim calls shows the rounds ran.
+	deadline := time.Now().Add(30 * time.Second)
+	for metricSum(t, addr, `mcptasks_store_op_duration_seconds_count{op="claim"}`) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the new process made fewer than 3 claim calls in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond) // polling /metrics against the deadline
+	}
 	for _, m := range []string{"mcptasks_tasks_claimed_total", `mcptasks_store_op_duration_seconds_count{op="heartbeat"}`} {
 		if v := metricSum(t, addr, m); v != 0 {
 			t.Errorf("%s = %v beside suspended tasks, want 0", m, v)
