@@ -167,6 +167,22 @@ func TestNoTokens(t *testing.T) {
 			t.Errorf("GET /tasks with Host %q = %d, want 403", host, res.Code)
 		}
 	}
+	// What another site's page loads makes no session (by the thousand
+	// they would evict the operator's); a link followed from it does.
+	for _, c := range []struct {
+		mode string
+		want int
+	}{{"no-cors", http.StatusForbidden}, {"cors", http.StatusForbidden}, {"navigate", http.StatusOK}} {
+		req := httptest.NewRequest(http.MethodGet, "/tasks", nil)
+		req.Host = "127.0.0.1:8090"
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		req.Header.Set("Sec-Fetch-Mode", c.mode)
+		res := httptest.NewRecorder()
+		h.con.ServeHTTP(res, req)
+		if made := len(res.Result().Cookies()) > 0; res.Code != c.want || made != (c.want == http.StatusOK) {
+			t.Errorf("a cross-site %s GET /tasks = %d (a session cookie: %v), want %d", c.mode, res.Code, made, c.want)
+		}
+	}
 }
 
 // TestSecurityHeaders checks the headers every answer carries.
