@@ -41,8 +41,6 @@ func TestConsole_Flags(t *testing.T) {
 			"no such file or directory; the console shows an existing store"},
 		{[]string{"worker", "--store", "memory:"},
 			"--store memory:: a memory store is private to its process"},
-		{[]string{"serve", "--listen", freeAddr(t), "--store", "memory:", "--workers", "0"},
-			"--workers 0 with --store memory:"},
 	}
 	for _, tt := range tests {
 		_, errOut, code := cliRun(t, "", tt.args...)
