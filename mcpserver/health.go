@@ -54,8 +54,8 @@ func (s *Server) ReadyHandler() http.Handler {
 // MetricsHandler serves the server's Prometheus metrics (/metrics): the
 // engine's store calls and task flow, the live tasks by status, and those
 // of [Options.Registry] (by default Go's runtime and the process). A
-// scrape counts the live tasks in the store, so at most two are served at
-// once; more get HTTP 503.
+// scrape counts the live tasks in the store (at most once every 5 s), so
+// at most two are served at once; more get HTTP 503.
 func (s *Server) MetricsHandler() http.Handler {
 	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 2})
 }

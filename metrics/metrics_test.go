@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/mcptasks/mcptasks/engine"
 	"github.com/mcptasks/mcptasks/metrics"
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/store/memory"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // TestMetrics runs one task through an engine observed by Metrics, on
@@ -89,4 +92,61 @@ mcptasks_tasks_finished_total{status="completed",tool="echo"} 1
 	if n := testutil.CollectAndCount(reg, "mcptasks_store_op_duration_seconds"); n < 4 {
 		t.Errorf("store op series = %d, want create, get, claim, finish at least", n)
 	}
+}
+
+// countingStore counts the calls of CountActive.
+type countingStore struct {
+	*memory.Store
+	calls atomic.Int32
+}
+
+func (s *countingStore) CountActive(ctx context.Context, now time.Time) (store.ActiveCounts, error) {
+	s.calls.Add(1)
+	return s.Store.CountActive(ctx, now)
+}
+
+// TestLiveCountsFresh: scrapes within five seconds of a count share it;
+// the next one counts again and shows what changed.
+func TestLiveCountsFresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		st := &countingStore{Store: memory.New()}
+		reg := prometheus.NewRegistry()
+		if _, err := metrics.New(reg, st); err != nil {
+			t.Fatal(err)
+		}
+		working := func() float64 {
+			t.Helper()
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() != "mcptasks_tasks" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					if m.GetLabel()[0].GetValue() == "working" {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+			t.Fatal("no mcptasks_tasks{status=\"working\"}")
+			return 0
+		}
+		if n := working(); n != 0 {
+			t.Fatalf("working = %v on an empty store", n)
+		}
+		if err := st.Create(context.Background(), &task.Record{ID: "t1", Tool: "echo", Principal: "p", Status: task.Working,
+			CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(4 * time.Second)
+		if n, calls := working(), st.calls.Load(); n != 0 || calls != 1 {
+			t.Errorf("4 s later: working = %v after %d counts, want the first count's 0, counted once", n, calls)
+		}
+		time.Sleep(time.Second)
+		if n, calls := working(), st.calls.Load(); n != 1 || calls != 2 {
+			t.Errorf("5 s later: working = %v after %d counts, want 1, counted again", n, calls)
+		}
+	})
 }
