@@ -366,3 +366,29 @@ func TestPprofListener(t *testing.T) {
 		t.Errorf("a profile under Host rebound.example: %d, want 403", code)
 	}
 }
+
+// TestServeWarnsBeyondLoopback: serve on an address beyond loopback
+// without --auth-tokens says at start that anyone who reaches it is the
+// local principal; on loopback it does not.
+func TestServeWarnsBeyondLoopback(t *testing.T) {
+	const warning = "listening beyond loopback without --auth-tokens"
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	wide := start(t, "0.0.0.0:"+port, "--store", "memory:")
+	local := start(t, freeAddr(t), "--store", "memory:")
+	// Both logged at start, before they answered /healthz; their logs are
+	// read once they have exited (the pipe's copy is then done).
+	for _, p := range []*proc{wide, local} {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.cmd.Wait(); err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	}
+	if !strings.Contains(wide.logs.String(), warning) {
+		t.Errorf("serve on 0.0.0.0 without tokens did not warn:\n%s", wide.logs)
+	}
+	if strings.Contains(local.logs.String(), warning) {
+		t.Errorf("serve on loopback warned:\n%s", local.logs)
+	}
+}

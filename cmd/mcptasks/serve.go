@@ -213,6 +213,12 @@ func serve(ctx context.Context, f *serveFlags) error {
 		return err
 	}
 	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", storeLabel(f.store), "workers", f.workers)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && tokens == nil {
+		// Not refused (a container listens on all addresses behind its
+		// own network), but said: the Host check against DNS rebinding
+		// holds on loopback listeners only.
+		rt.log.Warn("listening beyond loopback without --auth-tokens: anyone who reaches the address acts as the one local principal, on every task")
+	}
 	if f.workers == 0 && memoryStore(f.store) {
 		// Not refused: it measures the request path alone (bench/compare.sh).
 		rt.log.Warn("--workers 0 with a memory store: no other process can reach it, so the tasks created here never run")
