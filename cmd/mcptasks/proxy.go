@@ -115,6 +115,9 @@ others).`
 				return usageHint(c, usageError("--%s: proxy serves only the upstream's tools", name))
 			}
 		}
+		if err := sf.check(); err != nil { // before the upstream starts
+			return usageHint(c, err)
+		}
 		p, err := f.connect(c.Context(), args, fl.Lookup("log-level").Value.String())
 		if err != nil {
 			return err

@@ -362,6 +362,8 @@ func TestProxy_Usage(t *testing.T) {
 		{[]string{"--upstream-header", "nocolon", "--upstream-url", "http://127.0.0.1:1/mcp"}, "want \"NAME: VALUE\""},
 		{[]string{"--upstream", "/nonexistent/mcp-server"}, "upstream mcp-server"},
 		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "connection refused"},
+		// serve's flags are checked before the upstream is reached.
+		{[]string{"--max-body-bytes", "0", "--upstream-url", "http://127.0.0.1:1/mcp"}, "--max-body-bytes must be positive"},
 	} {
 		out, err := exec.Command(binary, append([]string{"proxy", "--store", "memory:", "--listen", "127.0.0.1:0"}, tt.args...)...).CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tt.want) {

@@ -91,7 +91,9 @@ process once their lease expires.`,
 	return cmd
 }
 
-func serve(ctx context.Context, f *serveFlags) error {
+// check refuses flag values serve cannot run with; proxy calls it before
+// it connects to its upstream.
+func (f *serveFlags) check() error {
 	if f.maxBodyBytes <= 0 {
 		return usageError("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
 	}
@@ -122,6 +124,13 @@ func serve(ctx context.Context, f *serveFlags) error {
 		if err := mcpserver.CheckOrigin(o); err != nil {
 			return usageError("--allowed-origins: %w", err)
 		}
+	}
+	return nil
+}
+
+func serve(ctx context.Context, f *serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
 	}
 	var tokens mcpserver.Tokens
 	if f.authTokens != "" {
