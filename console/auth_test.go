@@ -168,19 +168,22 @@ func TestNoTokens(t *testing.T) {
 		}
 	}
 	// What another site's page loads makes no session (by the thousand
-	// they would evict the operator's); a link followed from it does.
+	// they would evict the operator's), frames included; a link followed
+	// from it to a top-level page does.
 	for _, c := range []struct {
-		mode string
-		want int
-	}{{"no-cors", http.StatusForbidden}, {"cors", http.StatusForbidden}, {"navigate", http.StatusOK}} {
+		mode, dest string
+		want       int
+	}{{"no-cors", "image", http.StatusForbidden}, {"cors", "empty", http.StatusForbidden},
+		{"navigate", "iframe", http.StatusForbidden}, {"navigate", "document", http.StatusOK}} {
 		req := httptest.NewRequest(http.MethodGet, "/tasks", nil)
 		req.Host = "127.0.0.1:8090"
 		req.Header.Set("Sec-Fetch-Site", "cross-site")
 		req.Header.Set("Sec-Fetch-Mode", c.mode)
+		req.Header.Set("Sec-Fetch-Dest", c.dest)
 		res := httptest.NewRecorder()
 		h.con.ServeHTTP(res, req)
 		if made := len(res.Result().Cookies()) > 0; res.Code != c.want || made != (c.want == http.StatusOK) {
-			t.Errorf("a cross-site %s GET /tasks = %d (a session cookie: %v), want %d", c.mode, res.Code, made, c.want)
+			t.Errorf("a cross-site %s GET /tasks for a %s = %d (a session cookie: %v), want %d", c.mode, c.dest, res.Code, made, c.want)
 		}
 	}
 }

@@ -213,14 +213,14 @@ func hostOnly(hostport string) string {
 // signedIn wraps h so that it runs with the request's session. Without
 // tokens every request gets one (a cookie carries it, and its CSRF token)
 // for the local operator, but for what another site's page loads (an
-// image, a script: not a navigation), which gets HTTP 403: such loads by
-// the thousand would otherwise make sessions until the operator's own was
-// evicted. With tokens, a request without a session is sent to the
+// image, a script, a frame: anything but a top-level page), which gets
+// HTTP 403: such loads by the thousand would otherwise make sessions until
+// the operator's own was evicted. With tokens, a request without a session is sent to the
 // sign-in page, or gets HTTP 401 if it is not a page.
 func (c *Console) signedIn(h func(w http.ResponseWriter, r *http.Request, se *session)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		se := c.sessions.fromRequest(r)
-		if se == nil && c.opts.Tokens == nil && r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Mode") != "navigate" {
+		if se == nil && c.opts.Tokens == nil && r.Header.Get("Sec-Fetch-Site") == "cross-site" && r.Header.Get("Sec-Fetch-Dest") != "document" {
 			http.Error(w, "Forbidden: another site's page may not load the console.", http.StatusForbidden)
 			return
 		}

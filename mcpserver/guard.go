@@ -90,13 +90,12 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
 				return
 			}
-			// Any other listen stays open too, holding its body: it counts
-			// as one of the principal's streams (go-sdk serves it).
-			release, ok := s.admitStream(w, msg.ID, s.httpPrincipal(r), len(body), 0)
-			if !ok {
+			// Any other listen stays open too, holding its body (go-sdk
+			// serves it): its body is bounded. It is not counted: a go-sdk
+			// client keeps one open for its whole session.
+			if !s.streamBodyFits(w, msg.ID, len(body)) {
 				return
 			}
-			defer release()
 		case methodGet, methodUpdate, methodCancel:
 			var id string
 			name, ok := headerValue(r.Header, "Mcp-Name")

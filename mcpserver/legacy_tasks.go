@@ -70,12 +70,10 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 		return
 	}
 	if m.Method == methodResult {
-		// It waits for the task: one of the principal's streams.
-		release, ok := s.admitStream(lr.w, m.ID, lr.principal, lr.size, 0)
-		if !ok {
+		// It waits for the task, holding its body: bounded.
+		if !s.streamBodyFits(lr.w, m.ID, lr.size) {
 			return
 		}
-		defer release()
 		s.legacyResult(lr, id)
 		return
 	}

@@ -329,40 +329,44 @@ func TestListen_EndSubscriptions(t *testing.T) {
 	}
 }
 
-// TestListen_StreamsBounded: every request that stays open holding its
-// body counts against MaxSubscriptions, not only task subscriptions: a
-// plain subscriptions/listen and a 2025-11-25 tasks/result too; and such a
-// request's body is bounded, so that open streams cannot hold the whole
-// in-flight budget (every other request would get HTTP 503).
+// TestListen_StreamsBounded: the body of a request that stays open
+// holding it (a plain subscriptions/listen, a task subscription, a
+// 2025-11-25 tasks/result) is bounded, so that open streams cannot hold
+// the whole in-flight budget (every other request would get HTTP 503).
+// Plain listens are not counted against MaxSubscriptions: a go-sdk client
+// keeps one open for its whole session.
 func TestListen_StreamsBounded(t *testing.T) {
 	t.Parallel()
 	c := startServer(t, serverConfig{tokens: twoPrincipals, maxSubscriptions: 1})
-	parked := c.createTask(t, "tokA", "confirm_delete", `{"filename":"notes.txt"}`)
-	c.waitStatus(t, "tokA", parked, "input_required", nil)
-	first := c.listen(t, "tokA", 1, parked)
-	first.next(t) // the acknowledgement: the subscription is open
-	t.Cleanup(first.close)
-
 	post := func(token, body string) *rawResponse {
 		h := http.Header{"Authorization": {"Bearer " + token}, "Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
 		return c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(body)})
 	}
-	refused := func(what string, resp *rawResponse, status int, code int64) {
+	refused := func(what string, resp *rawResponse) {
 		t.Helper()
 		rep := resp.reply(t)
-		if resp.status != status || rep.Error == nil || rep.Error.Code != code {
-			t.Errorf("%s: HTTP %d %s, want HTTP %d and %d", what, resp.status, resp.body, status, code)
+		if resp.status != http.StatusRequestEntityTooLarge || rep.Error == nil || rep.Error.Code != -32600 {
+			t.Errorf("%s: HTTP %d %.300s, want HTTP 413 and -32600", what, resp.status, resp.body)
 		}
 	}
-	plain := expandMeta(`{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
-	refused("a plain listen past MaxSubscriptions 1", post("tokA", plain), http.StatusTooManyRequests, mcpserver.CodeTooManySubscriptions)
-
+	pad := strings.Repeat(" ", 512<<10)
+	refused("a plain listen of 512 KiB", post("tokA", expandMeta(`{"jsonrpc":"2.0","id":2,`+pad+`"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)))
+	refused("a task subscription of 512 KiB", post("tokA", expandMeta(`{"jsonrpc":"2.0","id":3,`+pad+`"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["x"]}}}`)))
 	legacy := initialize(t, c, "tokA")
 	id := legacy.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
-	refused("a 2025-11-25 tasks/result past MaxSubscriptions 1",
-		legacy.post(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"`+id+`"}}`),
-		http.StatusTooManyRequests, mcpserver.CodeTooManySubscriptions)
+	refused("a 2025-11-25 tasks/result of 512 KiB", legacy.post(`{"jsonrpc":"2.0","id":4,`+pad+`"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
 
-	padded := strings.Replace(plain, `"id":2,`, `"id":4,`+strings.Repeat(" ", 512<<10), 1)
-	refused("a listen of 512 KiB", post("tokB", padded), http.StatusRequestEntityTooLarge, -32600)
+	// A task subscription open, MaxSubscriptions 1: a plain listen is still
+	// served (it streams: the acknowledgement comes, then it stays open).
+	parked := c.createTask(t, "tokA", "confirm_delete", `{"filename":"notes.txt"}`)
+	c.waitStatus(t, "tokA", parked, "input_required", nil)
+	first := c.listen(t, "tokA", 1, parked)
+	first.next(t)
+	t.Cleanup(first.close)
+	h := http.Header{"Authorization": {"Bearer tokA"}, "Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
+	resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, readMessages: 1,
+		body: []byte(expandMeta(`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`))})
+	if resp.status != http.StatusOK || resp.class != "sse" {
+		t.Errorf("a plain listen beside a task subscription at MaxSubscriptions 1: HTTP %d %s %.300s, want it served", resp.status, resp.class, resp.body)
+	}
 }

@@ -125,15 +125,14 @@ type Options struct {
 	// means the server offers no task notifications: such a listen is
 	// acknowledged with an empty taskIds and ends at once (clients poll).
 	ChangeFeed *changefeed.Feed
-	// MaxSubscriptions bounds the streams a principal may hold open at
-	// once (DefaultMaxSubscriptions if zero): every subscriptions/listen,
-	// task subscriptions or not, and the 2025-11-25 tasks/result that wait
-	// for their task. MaxSubscribedTasks bounds the task ids they may name
-	// together, and one of them alone (DefaultMaxSubscribedTasks if zero).
-	// Past them a request gets HTTP 429 and CodeTooManySubscriptions, or
-	// -32602 for one listen that names too many ids. The body of such a
-	// request, held while it is open, may be at most 64 KiB plus 128 bytes
-	// per MaxSubscribedTasks (HTTP 413).
+	// MaxSubscriptions bounds the task subscriptions a principal may hold
+	// open at once (DefaultMaxSubscriptions if zero); MaxSubscribedTasks
+	// the task ids they may name together, and one of them alone
+	// (DefaultMaxSubscribedTasks if zero). Past them a listen gets HTTP
+	// 429 and CodeTooManySubscriptions, or -32602 for one listen that
+	// names too many ids. The body of a request that stays open (every
+	// subscriptions/listen, a 2025-11-25 tasks/result), held while it is,
+	// may be at most 64 KiB plus 128 bytes per MaxSubscribedTasks (HTTP 413).
 	MaxSubscriptions   int
 	MaxSubscribedTasks int
 	// MaxInlineCalls bounds the tools/call requests running at once on

@@ -21,9 +21,8 @@ const (
 // application code, outside the ranges the JSON-RPC and MCP specs reserve.
 const CodeTooManySubscriptions = -31001
 
-// subLimiter counts the open streams of each principal (task
-// subscriptions, other subscriptions/listen, 2025-11-25 tasks/result
-// waits), and the task ids they name, against the bounds. Counting happens
+// subLimiter counts the open task subscriptions of each principal, and the
+// task ids they name, against the bounds. Counting happens in the guard,
 // before any store read, for both routes.
 type subLimiter struct {
 	maxSubs, maxIDs int
@@ -78,22 +77,32 @@ func (l *subLimiter) writeTooMany(w http.ResponseWriter, id []byte) {
 	w.Header().Set("Retry-After", "1")
 	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{
 		Code: CodeTooManySubscriptions,
-		Message: fmt.Sprintf("Too many open streams for this principal (at most %d subscriptions and tasks/result waits, naming %d task ids together); close one, or poll with tasks/get",
+		Message: fmt.Sprintf("Too many open task subscriptions for this principal (at most %d subscriptions naming %d task ids together); close one, or poll with tasks/get",
 			l.maxSubs, l.maxIDs),
 	})
 }
 
-// admitStream admits a request that stays open as a stream, holding its
-// body, for principal: it refuses a body past maxStreamBody (HTTP 413) and
-// a principal past its bound of open streams (HTTP 429), writing the
-// refusal to w. On success the caller must call release when the stream
-// ends. Without this, a few streams with large bodies would hold the whole
-// in-flight budget (MaxInflightBytes) for as long as they stay open, and
-// every other request would get HTTP 503.
-func (s *Server) admitStream(w http.ResponseWriter, id []byte, principal string, bodyLen, ids int) (release func(), ok bool) {
+// streamBodyFits reports whether the body of a request that stays open as
+// a stream (a subscriptions/listen, a 2025-11-25 tasks/result) is within
+// maxStreamBody; if not, it writes the refusal (HTTP 413). The body's bytes
+// count against MaxInflightBytes for as long as the stream stays open: a
+// few streams with large bodies would hold the whole budget, and every
+// other request would get HTTP 503.
+func (s *Server) streamBodyFits(w http.ResponseWriter, id []byte, bodyLen int) bool {
 	if limit := s.maxStreamBody(); int64(bodyLen) > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, id, codeInvalidRequest,
 			fmt.Sprintf("Request body too large for a request that stays open (%d bytes; at most %d)", bodyLen, limit))
+		return false
+	}
+	return true
+}
+
+// admitStream admits a task subscription of ids for principal: its body
+// must fit (streamBodyFits), and the principal must stay within its bounds
+// (else HTTP 429), writing the refusal to w. On success the caller must
+// call release when the subscription ends.
+func (s *Server) admitStream(w http.ResponseWriter, id []byte, principal string, bodyLen, ids int) (release func(), ok bool) {
+	if !s.streamBodyFits(w, id, bodyLen) {
 		return nil, false
 	}
 	if !s.subs.take(principal, ids) {

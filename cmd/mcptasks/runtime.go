@@ -344,16 +344,15 @@ func storeLabel(spec string) string {
 	if err != nil || u.Opaque != "" {
 		return spec // sqlite:PATH, memory:
 	}
-	q, masked := u.Query(), false
-	for k := range q {
-		if strings.Contains(strings.ToLower(k), "password") { // password, sslpassword
-			q.Set(k, "xxxxx")
-			masked = true
+	// The raw query, pair by pair: url.Query drops a pair it cannot
+	// unescape, which would then be shown as it is.
+	pairs := strings.Split(u.RawQuery, "&")
+	for i, p := range pairs {
+		if k, _, _ := strings.Cut(p, "="); strings.Contains(strings.ToLower(k), "password") { // password, sslpassword
+			pairs[i] = k + "=xxxxx"
 		}
 	}
-	if masked {
-		u.RawQuery = q.Encode()
-	}
+	u.RawQuery = strings.Join(pairs, "&")
 	return u.Redacted()
 }
 

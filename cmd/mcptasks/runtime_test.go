@@ -35,8 +35,9 @@ func TestStoreLabel(t *testing.T) {
 		{"memory:", "memory:"},
 		{"postgres://app@db/tasks", "postgres://app@db/tasks"},
 		{"postgres://app:s3cret@db:5432/tasks?sslmode=disable", "postgres://app:xxxxx@db:5432/tasks?sslmode=disable"},
-		{"postgres://db/tasks?user=app&password=s3cret", "postgres://db/tasks?password=xxxxx&user=app"},
-		{"postgres://app@db/tasks?sslpassword=s3cret&sslmode=verify-full", "postgres://app@db/tasks?sslmode=verify-full&sslpassword=xxxxx"},
+		{"postgres://db/tasks?user=app&password=s3cret", "postgres://db/tasks?user=app&password=xxxxx"},
+		{"postgres://app@db/tasks?sslpassword=s3cret&sslmode=verify-full", "postgres://app@db/tasks?sslpassword=xxxxx&sslmode=verify-full"},
+		{"postgres:///db?host=/run/pg&password=sec%ret", "postgres:///db?host=/run/pg&password=xxxxx"},
 	} {
 		if got := storeLabel(c.spec); got != c.want {
 			t.Errorf("storeLabel(%q) = %q, want %q", c.spec, got, c.want)

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -85,7 +84,7 @@ process once their lease expires.`,
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.BoolVar(&f.noReadCache, "no-read-cache", false, "with a postgres:// store, read every tasks/get from the database instead of from the cache that LISTEN/NOTIFY keeps true (README: Postgres read cache); the cache is off anyway while LISTEN is down")
 	fl.IntVar(&f.maxInlineCalls, "max-inline-calls", mcpserver.DefaultMaxInlineCalls, "most tools/call requests running at once, those that run their tool inline (not as a task) above all: each command tool's call runs a process; past it a call gets -32603 (try again)")
-	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most streams one principal may hold open at once: subscriptions/listen (with taskIds or not) and 2025-11-25 tasks/result waits; past it one gets HTTP 429 and -31001")
+	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most task subscriptions (subscriptions/listen with taskIds) one principal may hold open at once; past it a listen gets HTTP 429 and -31001")
 	fl.IntVar(&f.maxSubscribedIDs, "max-subscribed-tasks", mcpserver.DefaultMaxSubscribedTasks, "most task ids one principal's open subscriptions may name together (and one subscription alone, else -32602)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000; at most the poll interval suggested to clients (1s, or a tool's poll_interval) (default: no limit)")
 	return cmd
@@ -248,22 +247,20 @@ func serve(ctx context.Context, f *serveFlags) error {
 	case <-ctx.Done():
 		rt.log.Info("draining", "timeout", f.drainTimeout)
 	}
-	// One deadline for all of the drain: the HTTP requests, the console
-	// and the engine stop at once (the engine claims nothing more while
-	// requests finish), within --drain-timeout together.
+	// One deadline for all of the drain, within --drain-timeout together:
+	// the HTTP requests (inline calls among them), the console, then the
+	// engine, which closes the store, so that no request still running
+	// finds it closed. Running tasks go on meanwhile; what the requests
+	// used of the timeout is theirs no more.
 	dctx, cancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	defer cancel()
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := hs.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			rt.log.Warn("http shutdown", "err", err)
-		}
-	})
+	if err := hs.Shutdown(dctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		rt.log.Warn("http shutdown", "err", err)
+	}
 	if cs != nil {
-		wg.Go(func() { cs.shutdown(dctx, rt.log) })
+		cs.shutdown(dctx, rt.log)
 	}
 	rt.drain(dctx)
-	wg.Wait()
 	return err
 }
 
