@@ -104,14 +104,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return
 			}
-			// Only ids that could be a task's are remembered: the others
-			// are answered not found without a store read, and keeping
-			// them would let the limiter's memory grow with their length.
-			if s.polls != nil && msg.Method == methodGet && task.ValidID(id) {
-				if ok, wait := s.polls.allow(s.httpPrincipal(r), id); !ok {
-					writeTooFast(w, msg.ID, wait)
-					return
-				}
+			if msg.Method == methodGet && !s.pollAllowed(w, msg.ID, s.httpPrincipal(r), id) {
+				return
 			}
 			if s.serveTaskMethod(w, r, &msg, h) {
 				return
@@ -166,11 +160,14 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *mess
 		return
 	}
 	principal := s.httpPrincipal(r)
-	release, ok := s.admitStream(w, m.ID, principal, len(m.body), len(ids))
-	if !ok {
+	if !s.streamBodyFits(w, m.ID, len(m.body)) {
 		return
 	}
-	defer release()
+	if !s.subs.take(principal, len(ids)) {
+		s.subs.writeTooMany(w, m.ID)
+		return
+	}
+	defer s.subs.release(principal, len(ids))
 	rw := &replyWriter{ResponseWriter: w}
 	c := &listenCall{id: m.ID, principal: principal, ids: ids, w: rw}
 	if fast {

@@ -77,12 +77,8 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 		s.legacyResult(lr, id)
 		return
 	}
-	// The poll limit holds in either era (see the guard).
-	if s.polls != nil && m.Method == methodGet && task.ValidID(id) {
-		if ok, wait := s.polls.allow(lr.principal, id); !ok {
-			writeTooFast(lr.w, m.ID, wait)
-			return
-		}
+	if m.Method == methodGet && !s.pollAllowed(lr.w, m.ID, lr.principal, id) {
+		return
 	}
 	get := s.legacyGet
 	if m.Method == methodCancel {

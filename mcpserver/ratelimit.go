@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // maxPollEntries bounds the polls a pollLimiter remembers (about 100 bytes
@@ -52,6 +54,22 @@ func (l *pollLimiter) allow(principal, taskID string) (bool, time.Duration) {
 	}
 	l.last[key] = now
 	return true, 0
+}
+
+// pollAllowed applies the poll limit (Options.MinPollInterval) to a
+// tasks/get of taskID by principal, in either era: it reports false, having
+// answered the request, for a poll that came too soon. Only ids that could
+// be a task's are remembered: the others are answered not found without a
+// store read, and keeping them would let the limiter grow with their length.
+func (s *Server) pollAllowed(w http.ResponseWriter, id []byte, principal, taskID string) bool {
+	if s.polls == nil || !task.ValidID(taskID) {
+		return true
+	}
+	ok, wait := s.polls.allow(principal, taskID)
+	if !ok {
+		writeTooFast(w, id, wait)
+	}
+	return ok
 }
 
 // writeTooFast answers a refused poll: HTTP 429 with Retry-After and a

@@ -97,21 +97,6 @@ func (s *Server) streamBodyFits(w http.ResponseWriter, id []byte, bodyLen int) b
 	return true
 }
 
-// admitStream admits a task subscription of ids for principal: its body
-// must fit (streamBodyFits), and the principal must stay within its bounds
-// (else HTTP 429), writing the refusal to w. On success the caller must
-// call release when the subscription ends.
-func (s *Server) admitStream(w http.ResponseWriter, id []byte, principal string, bodyLen, ids int) (release func(), ok bool) {
-	if !s.streamBodyFits(w, id, bodyLen) {
-		return nil, false
-	}
-	if !s.subs.take(principal, ids) {
-		s.subs.writeTooMany(w, id)
-		return nil, false
-	}
-	return func() { s.subs.release(principal, ids) }, true
-}
-
 // maxStreamBody bounds the body of a request that stays open as a stream:
 // room for _meta and as many task ids as one subscription may name.
 func (s *Server) maxStreamBody() int64 {
