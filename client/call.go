@@ -49,15 +49,26 @@ type CallResult struct {
 // key, up to Options.CreateRetries times: the server then answers with the
 // task the first request made instead of making a second one. (A call the
 // server answers synchronously is not kept, and may run again.)
+//
+// With a Journal, the call is saved in it before it is sent, as a pending
+// create ([Entry.Pending]) that the task's entry replaces: should the
+// program end before the reply arrives, [Client.Resume] sends it again
+// with the same key and gets the task the first one made.
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
-	return c.callTool(ctx, name, args, c.opts.InputHandler)
+	return c.callTool(ctx, name, args, c.opts.InputHandler, nil)
 }
 
-// callTool is CallTool with the InputHandler h of its MRTR rounds.
-func (c *Client) callTool(ctx context.Context, name string, args any, h InputHandler) (*CallResult, error) {
+// callTool is CallTool with the InputHandler h of its MRTR rounds; it
+// sends the pending create resend again, if not nil (args are its Args).
+func (c *Client) callTool(ctx context.Context, name string, args any, h InputHandler, resend *Entry) (res *CallResult, err error) {
 	p := map[string]any{"name": name}
+	key := ""
 	if !c.noTasks {
-		p["_meta"] = map[string]string{task.MetaIdempotencyKey: newKey()}
+		key = newKey()
+		if resend != nil {
+			key = resend.IdempotencyKey
+		}
+		p["_meta"] = map[string]string{task.MetaIdempotencyKey: key}
 	}
 	var argsJSON json.RawMessage
 	if args != nil {
@@ -82,6 +93,18 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 	leg, known, err := c.knownProtocol(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if leg == nil && k.keyed && c.opts.Journal != nil {
+		pending := resend
+		if pending == nil {
+			t := now()
+			pending = &Entry{ServerURL: c.url, Tool: name, Args: argsJSON, ArgsDigest: digest(argsJSON),
+				IdempotencyKey: key, SeenAt: t, CreatedAt: t}
+			if err := c.opts.Journal.Save(ctx, *pending); err != nil {
+				return nil, fmt.Errorf("tools/call %s: %w: %w", name, ErrJournal, err) // nothing was sent
+			}
+		}
+		defer func() { c.settlePending(ctx, *pending, res, err) }()
 	}
 	var (
 		raw json.RawMessage
@@ -142,6 +165,8 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		}
 		if leg != nil {
 			entry.Protocol = LegacyProtocolVersion
+		} else if k.keyed {
+			entry.IdempotencyKey = key // its Save replaces the pending create
 		}
 		t.entry = entry
 		if c.opts.Journal != nil {
@@ -152,11 +177,36 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		c.log.Debug("task created", "task", st.TaskID, "tool", name)
 		return &CallResult{Task: t}, nil
 	}
-	var res mcp.CallToolResult
-	if err := json.Unmarshal(raw, &res); err != nil {
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(raw, &out); err != nil {
 		return nil, invalidResult(k.method, "%v", err)
 	}
-	return &CallResult{Result: &res}, nil
+	return &CallResult{Result: &out}, nil
+}
+
+// settlePending ends the pending create e of a call that returned res and
+// err: the task's entry replaced it already, unless the journal failed (it
+// then stays, and Resume gets the task with its key); it stays too when
+// the outcome is unknown (see pendingUnknown). Otherwise the call was
+// answered without a task, refused, or sent again without the key (to a
+// 2025-11-25 server): it is removed.
+func (c *Client) settlePending(ctx context.Context, e Entry, res *CallResult, err error) {
+	switch {
+	case res != nil && res.Task != nil && res.Task.entry != nil && res.Task.entry.IdempotencyKey == e.IdempotencyKey:
+		return
+	case err != nil && pendingUnknown(err):
+		return
+	}
+	if rerr := c.opts.Journal.Remove(context.WithoutCancel(ctx), e); rerr != nil {
+		c.log.Warn("journal: remove a pending create", "tool", e.Tool, "err", rerr)
+	}
+}
+
+// pendingUnknown reports whether a call that failed with err may have made
+// a task: its outcome is unknown (see unknownOutcome), or the caller
+// stopped waiting for it.
+func pendingUnknown(err error) bool {
+	return unknownOutcome(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // roundTrip sends k and answers its MRTR rounds. It returns the final

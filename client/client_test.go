@@ -415,8 +415,8 @@ func TestJournalAndResume(t *testing.T) {
 	if err != nil || res.Task == nil {
 		t.Fatalf("CallTool: %+v, %v", res, err)
 	}
-	if j.early.Load() != 1 {
-		t.Fatalf("the task was not journaled before CallTool returned (%d early saves)", j.early.Load())
+	if j.early.Load() != 2 { // the pending create, then the task
+		t.Fatalf("the task was not journaled before CallTool returned (%d early saves, want 2)", j.early.Load())
 	}
 	e, ok, err := client.FileJournal(path).Load(ctx, s.url, res.Task.ID)
 	if err != nil || !ok {
@@ -684,5 +684,96 @@ func TestCallTool_LostReply(t *testing.T) {
 	}
 	if len(made) != 1 || !made[res.Task.ID] {
 		t.Errorf("the server answered with tasks %v; want one, %s", made, res.Task.ID)
+	}
+}
+
+// TestResume_PendingCreate: the program ends while its tools/call is on
+// the wire (here: it stops waiting once the server has made the task, and
+// the reply never comes). The journal holds the call as a pending create;
+// the next run's Resume sends it again with its key and gets the task the
+// first request made: the server made one task, not two. A pending create
+// the server never received is made by Resume; one it refuses is removed.
+func TestResume_PendingCreate(t *testing.T) {
+	var calls atomic.Int32
+	var mu sync.Mutex
+	made := map[string]bool{} // the task ids in the server's replies
+	created := make(chan struct{})
+	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") != "tools/call" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var res struct {
+				TaskID string `json:"taskId"`
+			}
+			if json.Unmarshal(resultOf(rec), &res) == nil && res.TaskID != "" {
+				mu.Lock()
+				made[res.TaskID] = true
+				mu.Unlock()
+			}
+			if calls.Add(1) == 1 { // the first caller is gone before its reply
+				close(created)
+				<-r.Context().Done()
+				return
+			}
+			copyResponse(w, rec)
+		})
+	}})
+	path := filepath.Join(t.TempDir(), "journal.json")
+	ctx := testContext(t)
+	callCtx, cancel := context.WithCancel(ctx)
+	go func() { <-created; cancel() }()
+	args := map[string]any{"seconds": 0.05, "label": "pending"}
+	if res, err := newClient(s, &client.Options{Journal: client.FileJournal(path)}).CallTool(callCtx, "slow_compute", args); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool cut off: %+v, %v; want context.Canceled", res, err)
+	}
+	all, err := client.FileJournal(path).List(ctx)
+	if err != nil || len(all) != 1 || !all[0].Pending() || all[0].Tool != "slow_compute" || all[0].IdempotencyKey == "" {
+		t.Fatalf("journal after the cut: %+v, %v; want one pending create", all, err)
+	}
+
+	// A create the server never received, and one it refuses.
+	never := all[0]
+	never.IdempotencyKey, never.Args, never.ArgsDigest = "never-sent", json.RawMessage(`{"seconds":0.05,"label":"late"}`), ""
+	never.CreatedAt = never.CreatedAt.Add(time.Second) // Resume goes in the order of creation
+	refused := never
+	refused.IdempotencyKey, refused.Tool = "refused", "no_such_tool"
+	for _, e := range []client.Entry{never, refused} {
+		if err := client.FileJournal(path).Save(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The next run.
+	tasks, err := newClient(s, &client.Options{Journal: client.FileJournal(path)}).Resume(ctx)
+	var rpcErr *client.Error
+	if !errors.As(err, &rpcErr) || !strings.Contains(err.Error(), "no_such_tool") {
+		t.Errorf("Resume's error: %v; want the refusal of no_such_tool", err)
+	}
+	if len(tasks) != 2 {
+		t.Fatalf("Resume: %d tasks, want 2", len(tasks))
+	}
+	mu.Lock()
+	if len(made) != 2 || !made[tasks[0].ID] || !made[tasks[1].ID] {
+		t.Errorf("the server made tasks %v; Resume returned %s and %s", made, tasks[0].ID, tasks[1].ID)
+	}
+	mu.Unlock()
+	for i, label := range []string{"pending", "late"} {
+		out, err := tasks[i].Wait(ctx)
+		if err != nil || !strings.Contains(text(out), label) {
+			t.Errorf("task %d: %v, %v; want its result (%s)", i, text(out), err, label)
+		}
+	}
+	all, _ = client.FileJournal(path).List(ctx)
+	for _, e := range all {
+		if e.Pending() {
+			t.Errorf("pending create left after Resume: %+v", e)
+		}
+	}
+	if len(all) != 2 {
+		t.Errorf("journal after Resume: %d entries, want the 2 tasks", len(all))
 	}
 }

@@ -66,6 +66,10 @@ var (
 	ErrReplyTooLarge = errors.New("reply too large")
 	// ErrJournal is wrapped by errors of the [Journal].
 	ErrJournal = errors.New("journal")
+	// ErrOutcomeUnknown: [Client.Resume] cannot learn whether a pending
+	// create made a task, because the server does not honour idempotency
+	// keys.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
 )
 
 // Error is a JSON-RPC error returned by the server.

@@ -17,8 +17,10 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
-// Entry is what a [Journal] keeps of one task.
+// Entry is what a [Journal] keeps of one task, or of a create whose reply
+// the client has not seen yet (see [Entry.Pending]).
 type Entry struct {
+	// TaskID is the task's id; "" for a pending create.
 	TaskID    string `json:"taskId"`
 	ServerURL string `json:"serverUrl"`
 	Tool      string `json:"tool"`
@@ -39,24 +41,56 @@ type Entry struct {
 	// not 2026-07-28: LegacyProtocolVersion. A task is served in the
 	// revision that created it (Options.ProtocolVersion).
 	Protocol string `json:"protocol,omitempty"`
+	// IdempotencyKey is the key the tools/call that made the task carried
+	// ([task.MetaIdempotencyKey]); "" if it carried none.
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
 }
 
+// Pending reports whether e is a pending create: a tools/call saved before
+// it was sent, whose reply the client has not seen. [Client.CallTool]
+// replaces it with the task's entry once the server answers, or removes it
+// once the call is answered without a task or refused; it stays when the
+// outcome is unknown (the program ended, or the reply was lost), and
+// [Client.Resume] sends it again with its IdempotencyKey.
+func (e Entry) Pending() bool { return e.TaskID == "" }
+
 // Journal records the tasks a client created, so that a program can find
-// them again after a restart ([Client.Resume]). Entries are keyed by
-// server URL and task id. Implementations must be safe for concurrent use.
+// them again after a restart ([Client.Resume]). An entry is identified by
+// its ServerURL and TaskID, and a pending create (no TaskID yet, see
+// [Entry.Pending]) by its ServerURL and IdempotencyKey. Implementations
+// must be safe for concurrent use.
 type Journal interface {
-	// Save adds or replaces the entry of e.ServerURL and e.TaskID.
+	// Save adds or replaces e's entry. Saving an entry with a TaskID and an
+	// IdempotencyKey also removes the pending create of that key, in the
+	// same change: the create's reply was seen.
 	Save(ctx context.Context, e Entry) error
 	// Load returns the entry of a task, and false if there is none.
 	Load(ctx context.Context, serverURL, taskID string) (Entry, bool, error)
 	// List returns every entry.
 	List(ctx context.Context) ([]Entry, error)
-	// Remove deletes the entry of a task; removing a missing entry is not
-	// an error.
-	Remove(ctx context.Context, serverURL, taskID string) error
+	// Remove deletes e's entry; removing a missing entry is not an error.
+	Remove(ctx context.Context, e Entry) error
 }
 
-type journalKey struct{ url, id string }
+// journalKey identifies an entry: by task id, or for a pending create by
+// its idempotency key.
+type journalKey struct{ url, id, pendingKey string }
+
+// keyOf returns e's journalKey.
+func keyOf(e Entry) journalKey {
+	if e.Pending() {
+		return journalKey{url: e.ServerURL, pendingKey: e.IdempotencyKey}
+	}
+	return journalKey{url: e.ServerURL, id: e.TaskID}
+}
+
+// put saves e in m as [Journal.Save] says.
+func put(m map[journalKey]Entry, e Entry) {
+	m[keyOf(e)] = e
+	if !e.Pending() && e.IdempotencyKey != "" {
+		delete(m, journalKey{url: e.ServerURL, pendingKey: e.IdempotencyKey})
+	}
+}
 
 // journalFile is the JSON document a file journal holds.
 type journalFile struct {
@@ -109,7 +143,7 @@ func (j *fileJournal) read() (map[journalKey]Entry, error) {
 				e.Args = buf.Bytes()
 			}
 		}
-		m[journalKey{e.ServerURL, e.TaskID}] = e
+		m[keyOf(e)] = e
 	}
 	return m, nil
 }
@@ -182,14 +216,14 @@ func (j *fileJournal) change(ctx context.Context, f func(map[journalKey]Entry) b
 
 func (j *fileJournal) Save(ctx context.Context, e Entry) error {
 	return j.change(ctx, func(m map[journalKey]Entry) bool {
-		m[journalKey{e.ServerURL, e.TaskID}] = e
+		put(m, e)
 		return true
 	})
 }
 
-func (j *fileJournal) Remove(ctx context.Context, serverURL, taskID string) error {
+func (j *fileJournal) Remove(ctx context.Context, e Entry) error {
 	return j.change(ctx, func(m map[journalKey]Entry) bool {
-		k := journalKey{serverURL, taskID}
+		k := keyOf(e)
 		_, ok := m[k]
 		delete(m, k)
 		return ok
@@ -206,8 +240,8 @@ func (j *fileJournal) Load(ctx context.Context, serverURL, taskID string) (Entry
 	if err != nil {
 		return Entry{}, false, err
 	}
-	e, ok := m[journalKey{serverURL, taskID}]
-	return e, ok, nil
+	e, ok := m[journalKey{url: serverURL, id: taskID}]
+	return e, ok && taskID != "", nil
 }
 
 func (j *fileJournal) List(ctx context.Context) ([]Entry, error) {
@@ -238,15 +272,15 @@ func (j *memJournal) Save(_ context.Context, e Entry) error {
 	defer j.mu.Unlock()
 	e.Args = slices.Clone(e.Args)
 	e.AnsweredKeys = slices.Clone(e.AnsweredKeys)
-	j.m[journalKey{e.ServerURL, e.TaskID}] = e
+	put(j.m, e)
 	return nil
 }
 
 func (j *memJournal) Load(_ context.Context, serverURL, taskID string) (Entry, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	e, ok := j.m[journalKey{serverURL, taskID}]
-	return e, ok, nil
+	e, ok := j.m[journalKey{url: serverURL, id: taskID}]
+	return e, ok && taskID != "", nil
 }
 
 func (j *memJournal) List(context.Context) ([]Entry, error) {
@@ -255,10 +289,10 @@ func (j *memJournal) List(context.Context) ([]Entry, error) {
 	return sortedEntries(j.m), nil
 }
 
-func (j *memJournal) Remove(_ context.Context, serverURL, taskID string) error {
+func (j *memJournal) Remove(_ context.Context, e Entry) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	delete(j.m, journalKey{serverURL, taskID})
+	delete(j.m, keyOf(e))
 	return nil
 }
 
@@ -269,7 +303,8 @@ func sortedEntries(m map[journalKey]Entry) []Entry {
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ServerURL, b.ServerURL), cmp.Compare(a.TaskID, b.TaskID))
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ServerURL, b.ServerURL), cmp.Compare(a.TaskID, b.TaskID),
+			cmp.Compare(a.IdempotencyKey, b.IdempotencyKey))
 	})
 	return out
 }

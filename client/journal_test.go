@@ -58,15 +58,72 @@ func testJournal(t *testing.T, j client.Journal) {
 	if _, ok, _ := j.Load(ctx, "http://other/mcp", e.TaskID); ok {
 		t.Error("entries are keyed by server too")
 	}
-	if err := j.Remove(ctx, e.ServerURL, e.TaskID); err != nil {
+	if err := j.Remove(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.Remove(ctx, e.ServerURL, e.TaskID); err != nil {
+	if err := j.Remove(ctx, e); err != nil {
 		t.Errorf("removing a missing entry: %v", err)
 	}
 	if all, _ := j.List(ctx); len(all) != n-1 {
 		t.Errorf("%d entries after Remove", len(all))
 	}
+
+	// Pending creates: identified by their key, replaced by the entry of
+	// their task, removed as entries.
+	p1, p2 := pending("k1"), pending("k2")
+	for _, p := range []client.Entry{p1, p2, p1} {
+		if err := j.Save(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := pendingKeys(t, j); fmt.Sprint(got) != "[k1 k2]" {
+		t.Fatalf("pending after saving k1, k2, k1: %v", got)
+	}
+	if _, ok, _ := j.Load(ctx, p1.ServerURL, ""); ok {
+		t.Error("Load of task id \"\" found a pending create")
+	}
+	made := entry(90)
+	made.IdempotencyKey = "k1"
+	if err := j.Save(ctx, made); err != nil {
+		t.Fatal(err)
+	}
+	if got := pendingKeys(t, j); fmt.Sprint(got) != "[k2]" {
+		t.Errorf("pending after k1's task was saved: %v", got)
+	}
+	if got, ok, _ := j.Load(ctx, made.ServerURL, made.TaskID); !ok || got.IdempotencyKey != "k1" {
+		t.Errorf("the task of k1: %+v, %v", got, ok)
+	}
+	if err := j.Remove(ctx, p2); err != nil {
+		t.Fatal(err)
+	}
+	if got := pendingKeys(t, j); len(got) != 0 {
+		t.Errorf("pending after removing k2: %v", got)
+	}
+	if all, _ := j.List(ctx); len(all) != n {
+		t.Errorf("%d entries at the end, want %d", len(all), n)
+	}
+}
+
+// pending returns a pending create of key.
+func pending(key string) client.Entry {
+	return client.Entry{ServerURL: "http://s/mcp", Tool: "t", IdempotencyKey: key,
+		CreatedAt: time.Date(2026, 7, 28, 11, 0, 0, 0, time.UTC)}
+}
+
+// pendingKeys returns the keys of j's pending creates, in List's order.
+func pendingKeys(t *testing.T, j client.Journal) []string {
+	t.Helper()
+	all, err := j.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range all {
+		if e.Pending() {
+			keys = append(keys, e.IdempotencyKey)
+		}
+	}
+	return keys
 }
 
 func TestMemoryJournal(t *testing.T) { testJournal(t, client.MemoryJournal()) }
@@ -85,7 +142,7 @@ func TestFileJournal(t *testing.T) {
 		t.Errorf("temporary files left behind: %v", left)
 	}
 	// A second journal on the same file sees the same entries.
-	if all, _ := client.FileJournal(path).List(context.Background()); len(all) != 39 {
+	if all, _ := client.FileJournal(path).List(context.Background()); len(all) != 40 {
 		t.Errorf("reopened journal: %d entries", len(all))
 	}
 }

@@ -111,7 +111,20 @@ func (c *Client) newTask(id, tool string, last *TaskStatus) *Task {
 func (c *Client) Task(id string) *Task { return c.newTask(id, "", nil) }
 
 // Resume returns handles on the Journal's tasks of this client's server
-// that were not seen to end, in the order of their creation.
+// that were not seen to end, in the order of their creation. It is meant
+// for the start of a program, to pick up what an earlier run began.
+//
+// A pending create of the server ([Entry.Pending]: a tools/call whose
+// reply the earlier run did not see) is sent again first, with its
+// arguments and idempotency key, its input rounds answered through the
+// InputHandler: the server answers with the task the first request made,
+// or makes it now if that request never arrived. The server keeps a key
+// only while the task it made lives (its TTL): a create pending for
+// longer may make a second task. A pending create that cannot be sent
+// now stays in the journal for the next Resume, one the server refuses
+// is removed, and so is one of a server that does not honour keys (the
+// error then wraps [ErrOutcomeUnknown]); Resume returns the other tasks
+// with the errors of these joined.
 func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 	if c.opts.Journal == nil {
 		return nil, nil
@@ -121,9 +134,21 @@ func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 		return nil, fmt.Errorf("resume: %w: %w", ErrJournal, err)
 	}
 	slices.SortStableFunc(entries, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	var out []*Task
+	var (
+		out  []*Task
+		errs []error
+	)
 	for _, e := range entries {
 		if e.ServerURL != c.url || e.Status.Terminal() {
+			continue
+		}
+		if e.Pending() {
+			t, err := c.resend(ctx, e)
+			if err != nil {
+				errs = append(errs, err)
+			} else if t != nil {
+				out = append(out, t)
+			}
 			continue
 		}
 		t := c.newTask(e.TaskID, e.Tool, nil)
@@ -133,7 +158,35 @@ func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 		}
 		out = append(out, t)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// resend sends the pending create e again with its idempotency key, and
+// returns the handle on its task (nil if it was answered without one).
+func (c *Client) resend(ctx context.Context, e Entry) (*Task, error) {
+	what := fmt.Sprintf("resume: tools/call %s sent at %s", e.Tool, e.CreatedAt.Format(time.RFC3339))
+	honours, err := c.honoursKeys(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !honours || c.noTasks {
+		if err := c.opts.Journal.Remove(ctx, e); err != nil {
+			return nil, fmt.Errorf("%s: %w: %w", what, ErrJournal, err)
+		}
+		return nil, fmt.Errorf("%s: %w: the server does not honour idempotency keys", what, ErrOutcomeUnknown)
+	}
+	var args any
+	if len(e.Args) > 0 {
+		args = e.Args
+	}
+	res, err := c.callTool(ctx, e.Tool, args, c.opts.InputHandler, &e)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if res.Task == nil {
+		c.log.Info("a pending create was answered without a task", "tool", e.Tool)
+	}
+	return res.Task, nil
 }
 
 // Last returns the last status the client saw of the task (from

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcptasks/mcptasks/client"
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 )
 
@@ -245,6 +246,38 @@ func TestCLI_CallSurvivesSIGKILL(t *testing.T) {
 	_ = json.Unmarshal([]byte(cliMust(t, exitOK, journal, "tasks", "--json")), &entries)
 	if entries[0]["status"] != "completed" {
 		t.Errorf("journal status after wait: %v", entries[0]["status"])
+	}
+}
+
+// TestCLI_TasksResume: a call whose reply was never seen (a "mcptasks call"
+// stopped while its request was on the wire leaves it in the journal as a
+// pending create) is listed as pending; "tasks --resume" sends it again
+// with its idempotency key and lists its task, which runs to its end.
+func TestCLI_TasksResume(t *testing.T) {
+	p := cliServer(t, "50ms")
+	journal := journalWith(t, client.Entry{ServerURL: p.url, Tool: "slow_compute", IdempotencyKey: "k-1",
+		Args: json.RawMessage(`{"seconds":0.1,"label":"resumed"}`), CreatedAt: time.Now().Add(-time.Minute)})
+	table := cliMust(t, exitOK, journal, "tasks")
+	if !strings.Contains(table, "-   pending  slow_compute") || !strings.Contains(table, "tasks --resume") {
+		t.Errorf("tasks with a pending call:\n%s", table)
+	}
+	var entries []client.Entry
+	if err := json.Unmarshal([]byte(cliMust(t, exitOK, journal, "tasks", "--resume", "--json")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Pending() || entries[0].IdempotencyKey != "k-1" || entries[0].Tool != "slow_compute" {
+		t.Fatalf("tasks --resume --json: %+v; want the task of the pending call", entries)
+	}
+	evs := cliEvents(t, cliMust(t, exitOK, journal, "wait", "--", entries[0].TaskID))
+	if got := resultText(evs[len(evs)-1]); !strings.Contains(got, "resumed") {
+		t.Errorf("the resumed task's result: %q", got)
+	}
+
+	// A pending call the server refuses is reported and removed.
+	journal = journalWith(t, client.Entry{ServerURL: p.url, Tool: "no_such_tool", IdempotencyKey: "k-2", CreatedAt: time.Now()})
+	out, errOut, code := cliRun(t, journal, "tasks", "--resume")
+	if code != exitTransport || !strings.Contains(errOut, "no_such_tool") || !strings.Contains(out, "No tasks in the journal.") {
+		t.Errorf("tasks --resume of a refused call: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
 }
 

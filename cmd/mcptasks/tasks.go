@@ -17,7 +17,7 @@ import (
 
 type tasksFlags struct {
 	clientFlags
-	json bool
+	json, resume bool
 }
 
 func newTasksCmd() *cobra.Command {
@@ -30,10 +30,18 @@ func newTasksCmd() *cobra.Command {
 tool, age and server, newest first. The status is the last one this machine
 saw; "mcptasks get ID" asks the server.
 
-With --json, a JSON array of the journal's entries: taskId, serverUrl, tool,
-args, argsDigest, status, statusMessage, seenAt, createdAt, answeredKeys.
+A call is saved in the journal before it is sent. One whose reply this
+machine never saw (the command was stopped or lost its connection while the
+call was on the wire) is listed as pending, without an id: the server may
+or may not have made its task. --resume sends each pending call again with
+the idempotency key it was first sent with: the server answers with the
+task the first one made, or makes it now, and the task is listed.
 
-` + exitCodesHelp(exitOK, exitUsage),
+With --json, a JSON array of the journal's entries: taskId ("" for a
+pending call), serverUrl, tool, args, argsDigest, status, statusMessage,
+seenAt, createdAt, answeredKeys, idempotencyKey.
+
+` + exitCodesHelp(exitOK, exitUsage, exitTransport),
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
 			return runTasks(cmd.Context(), &f, osStreams(), time.Now())
@@ -42,6 +50,7 @@ args, argsDigest, status, statusMessage, seenAt, createdAt, answeredKeys.
 	fl := cmd.Flags()
 	f.register(fl, false)
 	fl.BoolVar(&f.json, "json", false, "print the entries as a JSON array")
+	fl.BoolVar(&f.resume, "resume", false, "first send the pending calls again (those whose reply was never seen), each with its idempotency key, to learn their tasks")
 	return withUsageHint(cmd)
 }
 
@@ -54,6 +63,13 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 	if err != nil {
 		return &exitError{code: exitUsage, err: err}
 	}
+	var resumeErr error
+	if f.resume {
+		resumeErr = f.resendPending(ctx, j, entries, s)
+		if entries, err = j.List(ctx); err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+	}
 	slices.SortStableFunc(entries, func(a, b client.Entry) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	if f.json {
 		if entries == nil {
@@ -61,10 +77,43 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 		}
 		b, _ := json.MarshalIndent(entries, "", "  ")
 		fmt.Fprintf(s.out, "%s\n", b)
-		return nil
+		return resumeErr
 	}
 	writeTasks(s.out, entries, now)
+	return resumeErr
+}
+
+// resendPending sends the pending calls among entries again, through each
+// server's client.Resume, and writes what failed to s.err; it returns an
+// error (exit 3) if anything did.
+func (f *tasksFlags) resendPending(ctx context.Context, j client.Journal, entries []client.Entry, s *streams) error {
+	var urls []string
+	for _, e := range entries {
+		if e.Pending() && !slices.Contains(urls, e.ServerURL) {
+			urls = append(urls, e.ServerURL)
+		}
+	}
+	failed := 0
+	for _, u := range urls {
+		if _, err := f.newClient(u, j, "").Resume(ctx); err != nil {
+			for _, e := range unjoin(err) {
+				fmt.Fprintf(s.err, "mcptasks: %s\n", e)
+				failed++
+			}
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: exitTransport, err: fmt.Errorf("%d pending call(s) could not be resumed", failed)}
+	}
 	return nil
+}
+
+// unjoin returns the errors that errors.Join joined into err, or err.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // writeTasks writes the journal's entries as a table.
@@ -75,12 +124,21 @@ func writeTasks(w io.Writer, entries []client.Entry, now time.Time) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tTOOL\tAGE\tSERVER")
+	pending := 0
 	for _, e := range entries {
 		created := e.CreatedAt
 		if created.IsZero() {
 			created = e.SeenAt
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.TaskID, e.Status, e.Tool, term.Elapsed(now.Sub(created)), e.ServerURL)
+		id, status := e.TaskID, string(e.Status)
+		if e.Pending() {
+			id, status = "-", "pending"
+			pending++
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, status, e.Tool, term.Elapsed(now.Sub(created)), e.ServerURL)
 	}
 	tw.Flush()
+	if pending > 0 {
+		fmt.Fprintf(w, "\n%d call(s) pending: sent, but their reply was never seen; \"mcptasks tasks --resume\" learns their tasks.\n", pending)
+	}
 }
