@@ -69,7 +69,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeRPCError(w, nil, err)
 			return
 		}
-		if s.serveLegacy(w, r, body, next) {
+		if s.serveLegacy(w, r, body, h, next) {
 			return
 		}
 		var msg message
@@ -87,13 +87,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		case methodListen:
 			// A task subscription, on either route (see serveTaskListen).
 			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) {
-				s.serveTaskListen(w, r, &msg, n.TaskIDs, next)
+				s.serveTaskListen(w, r, &msg, n.TaskIDs, h, next)
 				return
 			}
 			// Any other listen stays open too, holding its body (go-sdk
-			// serves it): its body is bounded. It is not counted: a go-sdk
-			// client keeps one open for its whole session.
-			if !s.streamBodyFits(w, msg.ID, len(body)) {
+			// serves it): it is admitted as a stream. It is not counted
+			// against MaxSubscriptions: a go-sdk client keeps one open for
+			// its whole session.
+			if !s.admitStream(w, h, msg.ID, len(body)) {
 				return
 			}
 		case methodGet, methodUpdate, methodCancel:
@@ -148,7 +149,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // declare the Tasks extension gets -32021 (TASKS-SPEC §3.2, §3.12): here,
 // or in the middleware once go-sdk has read its _meta (go-sdk itself knows
 // nothing of taskIds and would acknowledge it).
-func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *message, raw json.RawMessage, next http.Handler) {
+func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *message, raw json.RawMessage, h *held, next http.Handler) {
 	ids, err := listenTaskIDs(raw, s.opts.MaxSubscribedTasks)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
@@ -160,7 +161,7 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *mess
 		return
 	}
 	principal := s.httpPrincipal(r)
-	if !s.streamBodyFits(w, m.ID, len(m.body)) {
+	if !s.admitStream(w, h, m.ID, len(m.body)) {
 		return
 	}
 	if !s.subs.take(principal, len(ids)) {

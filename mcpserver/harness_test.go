@@ -64,8 +64,9 @@ var metaMacros = map[string]string{
 
 // serverConfig configures one in-process server.
 type serverConfig struct {
-	// maxBodyBytes is mcpserver.Options.MaxBodyBytes (default if zero).
-	maxBodyBytes int64
+	// maxBodyBytes and maxInflightBytes are the Options fields (defaults
+	// if zero).
+	maxBodyBytes, maxInflightBytes int64
 	// tokens, if set, wraps the handler with tokens.RequireBearer.
 	tokens mcpserver.Tokens
 	// noFastPath serves tasks/* through go-sdk.
@@ -114,12 +115,13 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		st = memory.New()
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks-wire-test", Version: "0.0.0-test"}, &mcpserver.Options{
-		ServerOptions:   fixtures.ServerOptions(),
-		MaxBodyBytes:    cfg.maxBodyBytes,
-		DisableFastPath: cfg.noFastPath,
-		TracerProvider:  cfg.tracerProvider,
-		SessionKey:      testSessionKey,
-		AllowedOrigins:  cfg.allowedOrigins,
+		ServerOptions:    fixtures.ServerOptions(),
+		MaxBodyBytes:     cfg.maxBodyBytes,
+		MaxInflightBytes: cfg.maxInflightBytes,
+		DisableFastPath:  cfg.noFastPath,
+		TracerProvider:   cfg.tracerProvider,
+		SessionKey:       testSessionKey,
+		AllowedOrigins:   cfg.allowedOrigins,
 
 		MaxJSONDepth:      cfg.maxJSONDepth,
 		MaxArgumentsBytes: cfg.maxArgumentsBytes,

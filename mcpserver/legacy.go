@@ -65,7 +65,8 @@ type legacyRequest struct {
 	msg       *legacyMessage
 	principal string
 	session   *legacySession
-	size      int // of the request's body
+	size      int   // of the request's body
+	held      *held // its share of the in-flight budget
 }
 
 // serveLegacy serves the POST r if it belongs to a 2025-11-25 session
@@ -74,8 +75,9 @@ type legacyRequest struct {
 // gives: initialize, tools/list, task-augmented tools/call, tasks/*, the
 // answers to input requests, and unknown methods. It reports false for
 // every other request, which then goes its usual way. next is go-sdk's
-// handler; body is r's body, already read.
-func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte, next http.Handler) bool {
+// handler; body is r's body, already read, and h its share of the
+// in-flight budget.
+func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte, h *held, next http.Handler) bool {
 	v := r.Header.Get("MCP-Protocol-Version")
 	if v != "" && v != task.LegacyProtocolVersion {
 		return false
@@ -95,7 +97,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		m.ID = id
 	}
-	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r), size: len(body)}
+	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r), size: len(body), held: h}
 	if m.Method == "initialize" {
 		s.legacyInitialize(lr, body, next)
 		return true

@@ -70,8 +70,8 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 		return
 	}
 	if m.Method == methodResult {
-		// It waits for the task, holding its body: bounded.
-		if !s.streamBodyFits(lr.w, m.ID, lr.size) {
+		// It waits for the task, holding its body: a stream.
+		if !s.admitStream(lr.w, lr.held, m.ID, lr.size) {
 			return
 		}
 		s.legacyResult(lr, id)

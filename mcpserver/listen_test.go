@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -368,5 +369,56 @@ func TestListen_StreamsBounded(t *testing.T) {
 		body: []byte(expandMeta(`{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`))})
 	if resp.status != http.StatusOK || resp.class != "sse" {
 		t.Errorf("a plain listen beside a task subscription at MaxSubscriptions 1: HTTP %d %s %.300s, want it served", resp.status, resp.class, resp.body)
+	}
+}
+
+// TestListen_StreamsLeaveRoom: open streams hold their bodies' bytes for as
+// long as they are open, and may hold at most half of MaxInflightBytes
+// together: past it a new stream gets HTTP 503, while a request that does
+// not stay open still fits in the other half (before, streams filled the
+// whole budget and every request got HTTP 503).
+func TestListen_StreamsLeaveRoom(t *testing.T) {
+	t.Parallel()
+	const budget = 2 << 20
+	c := startServer(t, serverConfig{maxInflightBytes: budget, maxBodyBytes: 1 << 20})
+	pad := strings.Repeat(" ", 180<<10) // within the bound of a stream's body (192 KiB)
+	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
+	opened := 0
+	for range budget / len(listen) {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), "too many open streams") || resp.Header.Get("Retry-After") == "" {
+				t.Errorf("a stream past the streams' half: %s (Retry-After %q)", body, resp.Header.Get("Retry-After"))
+			}
+			break
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("listen %d: HTTP %d", opened+1, resp.StatusCode)
+		}
+		readEvents(t, resp.Body, 1) // acknowledged: it is open, holding its body
+		t.Cleanup(func() { resp.Body.Close() })
+		opened++
+	}
+	if want := budget / 2 / len(listen); opened != want {
+		t.Errorf("%d streams of %d bytes opened with a budget of %d; want %d (half the budget)", opened, len(listen), budget, want)
+	}
+	// A request that does not stay open, as large as what the streams
+	// left, is served.
+	big := expandMeta(`{"jsonrpc":"2.0","id":2,` + strings.Repeat(" ", budget/2-(256<<10)) + `"method":"tools/list","params":{"_meta":$META}}`)
+	resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", body: []byte(big),
+		header: http.Header{"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/list"}}})
+	if resp.status != http.StatusOK {
+		t.Errorf("tools/list of %d bytes beside %d open streams: HTTP %d %.200s", len(big), opened, resp.status, resp.body)
 	}
 }
