@@ -51,9 +51,11 @@ type CallResult struct {
 // server answers synchronously is not kept, and may run again.)
 //
 // With a Journal, the call is saved in it before it is sent, as a pending
-// create ([Entry.Pending]) that the task's entry replaces: should the
-// program end before the reply arrives, [Client.Resume] sends it again
-// with the same key and gets the task the first one made.
+// create ([Entry.Pending]) that the task's entry replaces. It is removed
+// once the server answered every request of the call without a task, and
+// kept when the outcome is unknown (a request whose reply was lost, or
+// that was on the wire when ctx ended or the program did): then
+// [Client.Pending] lists it and [Client.Resend] sends it again with its key.
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
 	return c.callTool(ctx, name, args, c.opts.InputHandler, nil)
 }
@@ -95,16 +97,24 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		return nil, err
 	}
 	if leg == nil && k.keyed && c.opts.Journal != nil {
+		// A resent call may have made its task before: its outcome is
+		// unknown until the server answers with the task.
+		unknown := resend != nil
+		k.unknown = &unknown
 		pending := resend
 		if pending == nil {
 			t := now()
 			pending = &Entry{ServerURL: c.url, Tool: name, Args: argsJSON, ArgsDigest: digest(argsJSON),
 				IdempotencyKey: key, SeenAt: t, CreatedAt: t}
 			if err := c.opts.Journal.Save(ctx, *pending); err != nil {
-				return nil, fmt.Errorf("tools/call %s: %w: %w", name, ErrJournal, err) // nothing was sent
+				// The call goes on: the journal is asked again for its task.
+				c.log.Warn("journal: save a call before sending it", "tool", name, "err", err)
+				pending = nil
 			}
 		}
-		defer func() { c.settlePending(ctx, *pending, res, err) }()
+		if pending != nil {
+			defer func() { c.settlePending(ctx, *pending, unknown, res, err) }()
+		}
 	}
 	var (
 		raw json.RawMessage
@@ -185,28 +195,25 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 }
 
 // settlePending ends the pending create e of a call that returned res and
-// err: the task's entry replaced it already, unless the journal failed (it
-// then stays, and Resume gets the task with its key); it stays too when
-// the outcome is unknown (see pendingUnknown). Otherwise the call was
-// answered without a task, refused, or sent again without the key (to a
+// err. The task's entry replaced it already, unless the journal failed (it
+// then stays: Resend gets the task with its key). It stays too when the
+// call failed after a request whose outcome was unknown, unless the server
+// refused the call with a JSON-RPC error (it refuses the same arguments
+// the same way, so the first request made nothing either). Otherwise the
+// server answered every request of the call without a task (a result, an
+// error, a question), or the call went out again without the key (to a
 // 2025-11-25 server): it is removed.
-func (c *Client) settlePending(ctx context.Context, e Entry, res *CallResult, err error) {
+func (c *Client) settlePending(ctx context.Context, e Entry, unknown bool, res *CallResult, err error) {
+	var refused *Error
 	switch {
 	case res != nil && res.Task != nil && res.Task.entry != nil && res.Task.entry.IdempotencyKey == e.IdempotencyKey:
 		return
-	case err != nil && pendingUnknown(err):
+	case err != nil && unknown && !(errors.As(err, &refused) && !transient(err)):
 		return
 	}
 	if rerr := c.opts.Journal.Remove(context.WithoutCancel(ctx), e); rerr != nil {
 		c.log.Warn("journal: remove a pending create", "tool", e.Tool, "err", rerr)
 	}
-}
-
-// pendingUnknown reports whether a call that failed with err may have made
-// a task: its outcome is unknown (see unknownOutcome), or the caller
-// stopped waiting for it.
-func pendingUnknown(err error) bool {
-	return unknownOutcome(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // roundTrip sends k and answers its MRTR rounds. It returns the final
@@ -270,7 +277,7 @@ func (c *Client) roundTrip(ctx context.Context, k *call, tool string, h InputHan
 		// The retry: the same params, a new id (send draws one), this
 		// round's answers and the echoed requestState; nothing of an
 		// earlier round.
-		next := &call{method: k.method, params: make(map[string]json.RawMessage, len(base)+2), extra: k.extra, keyed: k.keyed}
+		next := &call{method: k.method, params: make(map[string]json.RawMessage, len(base)+2), extra: k.extra, keyed: k.keyed, unknown: k.unknown}
 		for key, v := range base {
 			next.params[key] = v
 		}
@@ -296,6 +303,9 @@ func (c *Client) doKeyed(ctx context.Context, k *call) (json.RawMessage, error) 
 	raw, err := c.do(ctx, k)
 	if !k.keyed || err == nil || !unknownOutcome(err) {
 		return raw, err
+	}
+	if k.unknown != nil {
+		*k.unknown = true // whatever the retries get: a task may exist
 	}
 	delay := createRetryDelay
 	for try := 1; err != nil && try <= c.opts.CreateRetries && transient(err); try++ {
@@ -329,8 +339,9 @@ func unknownOutcome(err error) bool {
 }
 
 // honoursKeys reports whether the server says in server/discover that it
-// honours idempotency keys; the answer is kept. An error means the server
-// could not be asked.
+// honours idempotency keys; the answer is kept. A server without
+// server/discover honours none. Any other error means the server could not
+// say (it is unreachable, or refuses this client): it is returned.
 func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	known := c.keys
@@ -339,7 +350,7 @@ func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 		return known > 0, nil
 	}
 	d, err := c.Discover(ctx)
-	if err != nil && transient(err) {
+	if err != nil && !errors.Is(err, ErrMethodNotFound) {
 		return false, err
 	}
 	var ok bool

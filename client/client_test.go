@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -687,13 +688,14 @@ func TestCallTool_LostReply(t *testing.T) {
 	}
 }
 
-// TestResume_PendingCreate: the program ends while its tools/call is on
+// TestResend_PendingCreate: the program ends while its tools/call is on
 // the wire (here: it stops waiting once the server has made the task, and
-// the reply never comes). The journal holds the call as a pending create;
-// the next run's Resume sends it again with its key and gets the task the
-// first request made: the server made one task, not two. A pending create
-// the server never received is made by Resume; one it refuses is removed.
-func TestResume_PendingCreate(t *testing.T) {
+// the reply never comes). The journal holds the call as a pending create,
+// which Resume leaves alone; the next run's Pending lists it and Resend
+// sends it again with its key and gets the task the first request made:
+// the server made one task, not two. A pending create the server never
+// received is made by Resend; one it refuses is removed.
+func TestResend_PendingCreate(t *testing.T) {
 	var calls atomic.Int32
 	var mu sync.Mutex
 	made := map[string]bool{} // the task ids in the server's replies
@@ -730,35 +732,49 @@ func TestResume_PendingCreate(t *testing.T) {
 	if res, err := newClient(s, &client.Options{Journal: client.FileJournal(path)}).CallTool(callCtx, "slow_compute", args); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CallTool cut off: %+v, %v; want context.Canceled", res, err)
 	}
-	all, err := client.FileJournal(path).List(ctx)
-	if err != nil || len(all) != 1 || !all[0].Pending() || all[0].Tool != "slow_compute" || all[0].IdempotencyKey == "" {
-		t.Fatalf("journal after the cut: %+v, %v; want one pending create", all, err)
-	}
 
+	// The next run.
+	c := newClient(s, &client.Options{Journal: client.FileJournal(path)})
+	if tasks, err := c.Resume(ctx); err != nil || len(tasks) != 0 {
+		t.Errorf("Resume: %v, %v; want no task (the call's is not known yet)", tasks, err)
+	}
+	pending, err := c.Pending(ctx)
+	if err != nil || len(pending) != 1 || pending[0].Tool != "slow_compute" || pending[0].IdempotencyKey == "" {
+		t.Fatalf("Pending after the cut: %+v, %v; want the call", pending, err)
+	}
 	// A create the server never received, and one it refuses.
-	never := all[0]
+	never := pending[0]
 	never.IdempotencyKey, never.Args, never.ArgsDigest = "never-sent", json.RawMessage(`{"seconds":0.05,"label":"late"}`), ""
-	never.CreatedAt = never.CreatedAt.Add(time.Second) // Resume goes in the order of creation
+	never.CreatedAt = never.CreatedAt.Add(time.Second) // Pending goes in the order of sending
 	refused := never
 	refused.IdempotencyKey, refused.Tool = "refused", "no_such_tool"
+	refused.CreatedAt = refused.CreatedAt.Add(time.Second)
 	for _, e := range []client.Entry{never, refused} {
 		if err := client.FileJournal(path).Save(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
-
-	// The next run.
-	tasks, err := newClient(s, &client.Options{Journal: client.FileJournal(path)}).Resume(ctx)
-	var rpcErr *client.Error
-	if !errors.As(err, &rpcErr) || !strings.Contains(err.Error(), "no_such_tool") {
-		t.Errorf("Resume's error: %v; want the refusal of no_such_tool", err)
+	if pending, err = c.Pending(ctx); err != nil || len(pending) != 3 {
+		t.Fatalf("Pending: %d, %v; want 3", len(pending), err)
 	}
-	if len(tasks) != 2 {
-		t.Fatalf("Resume: %d tasks, want 2", len(tasks))
+	var tasks []*client.Task
+	for i, e := range pending {
+		res, err := c.Resend(ctx, e)
+		if e.Tool == "no_such_tool" {
+			var rpcErr *client.Error
+			if !errors.As(err, &rpcErr) {
+				t.Errorf("Resend of a call the server refuses: %+v, %v; want its JSON-RPC error", res, err)
+			}
+			continue
+		}
+		if err != nil || res.Task == nil {
+			t.Fatalf("Resend %d: %+v, %v", i, res, err)
+		}
+		tasks = append(tasks, res.Task)
 	}
 	mu.Lock()
 	if len(made) != 2 || !made[tasks[0].ID] || !made[tasks[1].ID] {
-		t.Errorf("the server made tasks %v; Resume returned %s and %s", made, tasks[0].ID, tasks[1].ID)
+		t.Errorf("the server made tasks %v; Resend returned %s and %s", made, tasks[0].ID, tasks[1].ID)
 	}
 	mu.Unlock()
 	for i, label := range []string{"pending", "late"} {
@@ -767,13 +783,98 @@ func TestResume_PendingCreate(t *testing.T) {
 			t.Errorf("task %d: %v, %v; want its result (%s)", i, text(out), err, label)
 		}
 	}
-	all, _ = client.FileJournal(path).List(ctx)
-	for _, e := range all {
-		if e.Pending() {
-			t.Errorf("pending create left after Resume: %+v", e)
-		}
+	if pending, _ := c.Pending(ctx); len(pending) != 0 {
+		t.Errorf("pending creates left after Resend: %+v", pending)
 	}
-	if len(all) != 2 {
-		t.Errorf("journal after Resume: %d entries, want the 2 tasks", len(all))
+	if all, _ := client.FileJournal(path).List(ctx); len(all) != 2 {
+		t.Errorf("journal after Resend: %d entries, want the 2 tasks", len(all))
 	}
 }
+
+// TestPendingCreate_Outcomes: what a call leaves in the journal, by how its
+// requests were answered. Unknown outcomes keep the pending create (a
+// reply lost, then a server that cannot even be reached; a server/discover
+// refused for want of a token), and definite answers without a task remove
+// it (a question without an InputHandler, asked before any task exists).
+func TestPendingCreate_Outcomes(t *testing.T) {
+	s := startServer(t, serverConfig{tokens: mcpserver.Tokens{"good": "alice"}})
+	ctx := testContext(t)
+	pendingOf := func(t *testing.T, j client.Journal) []client.Entry {
+		t.Helper()
+		var out []client.Entry
+		all, err := j.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range all {
+			if e.Pending() {
+				out = append(out, e)
+			}
+		}
+		return out
+	}
+
+	t.Run("LostReplyThenUnreachable", func(t *testing.T) {
+		j := client.MemoryJournal()
+		var sent atomic.Int32
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("Mcp-Method") != "tools/call" {
+				return http.DefaultTransport.RoundTrip(r)
+			}
+			if sent.Add(1) == 1 { // made, and its reply lost
+				resp, err := http.DefaultTransport.RoundTrip(r)
+				if err == nil {
+					resp.Body.Close()
+				}
+				return nil, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+			}
+			return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+		})}
+		c := newClient(s, &client.Options{Token: "good", Journal: j, HTTPClient: hc, CreateRetries: 2})
+		if _, err := c.CallTool(ctx, "slow_compute", map[string]any{"seconds": 0.01}); err == nil {
+			t.Fatal("CallTool succeeded through a transport that fails")
+		}
+		if sent.Load() < 2 {
+			t.Fatalf("%d tools/call sent; want the call and a retry", sent.Load())
+		}
+		p := pendingOf(t, j)
+		if len(p) != 1 {
+			t.Fatalf("pending creates: %+v; want the call (its first request made a task)", p)
+		}
+		res, err := newClient(s, &client.Options{Token: "good", Journal: j}).Resend(ctx, p[0])
+		if err != nil || res.Task == nil {
+			t.Fatalf("Resend: %+v, %v; want the task the first request made", res, err)
+		}
+	})
+
+	t.Run("DiscoverRefused", func(t *testing.T) {
+		j := client.MemoryJournal()
+		e := client.Entry{ServerURL: s.url, Tool: "slow_compute", IdempotencyKey: "k", CreatedAt: time.Now()}
+		if err := j.Save(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		_, err := newClient(s, &client.Options{Journal: j}).Resend(ctx, e) // no token
+		if !errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrOutcomeUnknown) {
+			t.Errorf("Resend without a token: %v; want ErrUnauthorized", err)
+		}
+		if p := pendingOf(t, j); len(p) != 1 {
+			t.Errorf("pending creates after a refused server/discover: %+v; want it kept", p)
+		}
+	})
+
+	t.Run("QuestionWithoutHandler", func(t *testing.T) {
+		j := client.MemoryJournal()
+		_, err := newClient(s, &client.Options{Token: "good", Journal: j}).CallTool(ctx, "test_tool_with_task", nil)
+		if !errors.Is(err, client.ErrInputRequired) {
+			t.Fatalf("CallTool of a tool that asks first, without an InputHandler: %v", err)
+		}
+		if p := pendingOf(t, j); len(p) != 0 {
+			t.Errorf("pending creates after a question: %+v; want none (no task exists)", p)
+		}
+	})
+}
+
+// roundTripFunc is an http.RoundTripper made of a function.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -78,8 +78,9 @@
 // handles of the tasks that were not seen to end, to wait for again.
 // A call is recorded before it is sent, as a pending create
 // ([Entry.Pending]) that the task's entry replaces: a program that ends
-// while the call is on the wire loses nothing, since Resume sends it again
-// with its idempotency key and gets the task the first request made.
+// while the call is on the wire loses nothing, since [Client.Pending]
+// lists the call at the next start and [Client.Resend] sends it again with
+// its idempotency key, getting the task the first request made.
 //
 // # Creating a task exactly once
 //

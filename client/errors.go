@@ -66,7 +66,7 @@ var (
 	ErrReplyTooLarge = errors.New("reply too large")
 	// ErrJournal is wrapped by errors of the [Journal].
 	ErrJournal = errors.New("journal")
-	// ErrOutcomeUnknown: [Client.Resume] cannot learn whether a pending
+	// ErrOutcomeUnknown: [Client.Resend] cannot learn whether a pending
 	// create made a task, because the server does not honour idempotency
 	// keys.
 	ErrOutcomeUnknown = errors.New("outcome unknown")

@@ -47,11 +47,12 @@ type Entry struct {
 }
 
 // Pending reports whether e is a pending create: a tools/call saved before
-// it was sent, whose reply the client has not seen. [Client.CallTool]
-// replaces it with the task's entry once the server answers, or removes it
-// once the call is answered without a task or refused; it stays when the
-// outcome is unknown (the program ended, or the reply was lost), and
-// [Client.Resume] sends it again with its IdempotencyKey.
+// it was sent, whose task the client has not seen. [Client.CallTool]
+// replaces it with the task's entry once the server answers with one, or
+// removes it once the server answered without one; it stays when the
+// outcome is unknown (the program ended while the call was on the wire, or
+// a reply was lost), and [Client.Resend] sends it again with its
+// IdempotencyKey.
 func (e Entry) Pending() bool { return e.TaskID == "" }
 
 // Journal records the tasks a client created, so that a program can find
@@ -98,7 +99,11 @@ type journalFile struct {
 	Tasks   []Entry `json:"tasks"`
 }
 
-const journalVersion = 1
+// journalVersion is the version a file journal is written with; version
+// 1, the same without pending creates, is read too (earlier releases
+// refuse version 2, whose pending creates they would take for one task
+// without an id).
+const journalVersion = 2
 
 // FileJournal returns a [Journal] kept in the JSON file at path. Every
 // change rewrites the file atomically (a temporary file in the same
@@ -132,7 +137,7 @@ func (j *fileJournal) read() (map[journalKey]Entry, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: not a journal: %w", j.path, err)
 	}
-	if f.Version != journalVersion {
+	if f.Version != journalVersion && f.Version != 1 {
 		return nil, fmt.Errorf("%s: journal version %d, want %d", j.path, f.Version, journalVersion)
 	}
 	m := make(map[journalKey]Entry, len(f.Tasks))

@@ -111,20 +111,8 @@ func (c *Client) newTask(id, tool string, last *TaskStatus) *Task {
 func (c *Client) Task(id string) *Task { return c.newTask(id, "", nil) }
 
 // Resume returns handles on the Journal's tasks of this client's server
-// that were not seen to end, in the order of their creation. It is meant
-// for the start of a program, to pick up what an earlier run began.
-//
-// A pending create of the server ([Entry.Pending]: a tools/call whose
-// reply the earlier run did not see) is sent again first, with its
-// arguments and idempotency key, its input rounds answered through the
-// InputHandler: the server answers with the task the first request made,
-// or makes it now if that request never arrived. The server keeps a key
-// only while the task it made lives (its TTL): a create pending for
-// longer may make a second task. A pending create that cannot be sent
-// now stays in the journal for the next Resume, one the server refuses
-// is removed, and so is one of a server that does not honour keys (the
-// error then wraps [ErrOutcomeUnknown]); Resume returns the other tasks
-// with the errors of these joined.
+// that were not seen to end, in the order of their creation. Calls whose
+// reply was never seen are not among them: see [Client.Pending].
 func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 	if c.opts.Journal == nil {
 		return nil, nil
@@ -134,21 +122,9 @@ func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 		return nil, fmt.Errorf("resume: %w: %w", ErrJournal, err)
 	}
 	slices.SortStableFunc(entries, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
-	var (
-		out  []*Task
-		errs []error
-	)
+	var out []*Task
 	for _, e := range entries {
-		if e.ServerURL != c.url || e.Status.Terminal() {
-			continue
-		}
-		if e.Pending() {
-			t, err := c.resend(ctx, e)
-			if err != nil {
-				errs = append(errs, err)
-			} else if t != nil {
-				out = append(out, t)
-			}
+		if e.ServerURL != c.url || e.Pending() || e.Status.Terminal() {
 			continue
 		}
 		t := c.newTask(e.TaskID, e.Tool, nil)
@@ -158,13 +134,68 @@ func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 		}
 		out = append(out, t)
 	}
-	return out, errors.Join(errs...)
+	return out, nil
 }
 
-// resend sends the pending create e again with its idempotency key, and
-// returns the handle on its task (nil if it was answered without one).
-func (c *Client) resend(ctx context.Context, e Entry) (*Task, error) {
-	what := fmt.Sprintf("resume: tools/call %s sent at %s", e.Tool, e.CreatedAt.Format(time.RFC3339))
+// Pending returns the Journal's pending creates of this client's server
+// ([Entry.Pending]), in the order they were sent: calls whose outcome is
+// unknown, because the program ended (or the call's context did) while a
+// request of the call was on the wire, or its reply was lost. The server
+// may or may not have made their tasks; [Client.Resend] finds out. A
+// pending create whose task is in the journal already is removed, not
+// returned.
+func (c *Client) Pending(ctx context.Context) ([]Entry, error) {
+	if c.opts.Journal == nil {
+		return nil, nil
+	}
+	entries, err := c.opts.Journal.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pending: %w: %w", ErrJournal, err)
+	}
+	made := map[string]bool{} // the keys of the tasks in the journal
+	for _, e := range entries {
+		if e.ServerURL == c.url && !e.Pending() && e.IdempotencyKey != "" {
+			made[e.IdempotencyKey] = true
+		}
+	}
+	slices.SortStableFunc(entries, func(a, b Entry) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	var out []Entry
+	for _, e := range entries {
+		switch {
+		case e.ServerURL != c.url || !e.Pending():
+		case made[e.IdempotencyKey]:
+			if err := c.opts.Journal.Remove(ctx, e); err != nil {
+				return nil, fmt.Errorf("pending: %w: %w", ErrJournal, err)
+			}
+		default:
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Resend sends the pending create e (from [Client.Pending]) again, with
+// its arguments and idempotency key, its input rounds answered through
+// the InputHandler, and returns what [Client.CallTool] returns. A server
+// that honours keys answers with the task the first request made, or
+// makes it now if that request never arrived; either way the task's entry
+// replaces e. But the server keeps a key only while the task it made lives
+// (its TTL), and for the same principal (the same token): a call resent
+// later, or with another token, may make a second task. A call the server
+// answers with a result ran again, or for the first time (keys hold for
+// tasks only); one it refuses with a JSON-RPC error made nothing: e is
+// then removed. It stays while the outcome is still unknown (the server
+// cannot be reached, a question goes unanswered). To a server that does
+// not honour keys it is not sent: e is removed and the error wraps
+// [ErrOutcomeUnknown].
+func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
+	what := fmt.Sprintf("resend tools/call %s of %s", e.Tool, e.CreatedAt.Format(time.RFC3339))
+	if !e.Pending() || e.ServerURL != c.url || e.IdempotencyKey == "" {
+		return nil, fmt.Errorf("%s: not a pending create of %s", what, c.url)
+	}
+	if c.opts.Journal == nil {
+		return nil, fmt.Errorf("%s: the client has no journal", what)
+	}
 	honours, err := c.honoursKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -181,12 +212,9 @@ func (c *Client) resend(ctx context.Context, e Entry) (*Task, error) {
 	}
 	res, err := c.callTool(ctx, e.Tool, args, c.opts.InputHandler, &e)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return res, fmt.Errorf("%s: %w", what, err)
 	}
-	if res.Task == nil {
-		c.log.Info("a pending create was answered without a task", "tool", e.Tool)
-	}
-	return res.Task, nil
+	return res, nil
 }
 
 // Last returns the last status the client saw of the task (from

@@ -46,6 +46,10 @@ type call struct {
 	// noSwitch returns the error of a first request that failed instead
 	// of finding out the protocol and sending it again (the caller does).
 	noSwitch bool
+	// unknown, if not nil, is set once a request sent with the call's
+	// idempotency key had an unknown outcome (see unknownOutcome): the
+	// server may have made its task. Shared by the rounds of one call.
+	unknown *bool
 }
 
 // do sends one request and returns its result JSON, in the protocol the

@@ -23,9 +23,10 @@ func newCallCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "call URL TOOL [key=value ...]",
 		Short: "Call a tool; follow its task to the end, with live status and prompts",
-		Long: `call sends tools/call to the MCP endpoint URL. If the server makes the call
-a task, the task is written to the local journal first (see "mcptasks tasks"),
-then followed to its end, and its result printed.
+		Long: `call sends tools/call to the MCP endpoint URL. The call is written to the
+local journal before it is sent (see "mcptasks tasks"); if the server makes it
+a task, the task takes its place there, and is followed to its end, and its
+result printed.
 
 The call carries an idempotency key (_meta io.github.mcptasks/idempotencyKey).
 When its outcome is unknown (the connection broke after it was sent, HTTP 5xx,

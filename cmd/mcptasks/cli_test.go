@@ -252,11 +252,27 @@ func TestCLI_CallSurvivesSIGKILL(t *testing.T) {
 // TestCLI_TasksResume: a call whose reply was never seen (a "mcptasks call"
 // stopped while its request was on the wire leaves it in the journal as a
 // pending create) is listed as pending; "tasks --resume" sends it again
-// with its idempotency key and lists its task, which runs to its end.
+// with its idempotency key and lists the task its first request made,
+// which runs to its end.
 func TestCLI_TasksResume(t *testing.T) {
 	p := cliServer(t, "50ms")
-	journal := journalWith(t, client.Entry{ServerURL: p.url, Tool: "slow_compute", IdempotencyKey: "k-1",
-		Args: json.RawMessage(`{"seconds":0.1,"label":"resumed"}`), CreatedAt: time.Now().Add(-time.Minute)})
+	// The call, made; then the journal as it was before its reply came.
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	cliRun(t, journal, "call", "--detach", p.url, "slow_compute", "seconds=0.1", "label=resumed")
+	j := client.FileJournal(journal)
+	made, err := j.List(t.Context())
+	if err != nil || len(made) != 1 || made[0].Pending() || made[0].IdempotencyKey == "" {
+		t.Fatalf("journal after call --detach: %+v, %v; want its task, with its key", made, err)
+	}
+	sent := made[0]
+	sent.TaskID, sent.Status = "", ""
+	if err := j.Remove(t.Context(), made[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Save(t.Context(), sent); err != nil {
+		t.Fatal(err)
+	}
+
 	table := cliMust(t, exitOK, journal, "tasks")
 	if !strings.Contains(table, "-   pending  slow_compute") || !strings.Contains(table, "tasks --resume") {
 		t.Errorf("tasks with a pending call:\n%s", table)
@@ -265,8 +281,8 @@ func TestCLI_TasksResume(t *testing.T) {
 	if err := json.Unmarshal([]byte(cliMust(t, exitOK, journal, "tasks", "--resume", "--json")), &entries); err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != 1 || entries[0].Pending() || entries[0].IdempotencyKey != "k-1" || entries[0].Tool != "slow_compute" {
-		t.Fatalf("tasks --resume --json: %+v; want the task of the pending call", entries)
+	if len(entries) != 1 || entries[0].TaskID != made[0].TaskID || entries[0].IdempotencyKey != sent.IdempotencyKey {
+		t.Fatalf("tasks --resume --json: %+v; want task %s, which the call made", entries, made[0].TaskID)
 	}
 	evs := cliEvents(t, cliMust(t, exitOK, journal, "wait", "--", entries[0].TaskID))
 	if got := resultText(evs[len(evs)-1]); !strings.Contains(got, "resumed") {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -30,12 +31,14 @@ func newTasksCmd() *cobra.Command {
 tool, age and server, newest first. The status is the last one this machine
 saw; "mcptasks get ID" asks the server.
 
-A call is saved in the journal before it is sent. One whose reply this
-machine never saw (the command was stopped or lost its connection while the
-call was on the wire) is listed as pending, without an id: the server may
+A call is saved in the journal before it is sent. One whose outcome this
+machine never learnt (the command was stopped, or lost its connection, while
+the call was on the wire) is listed as pending, without an id: the server may
 or may not have made its task. --resume sends each pending call again with
-the idempotency key it was first sent with: the server answers with the
-task the first one made, or makes it now, and the task is listed.
+the idempotency key it was first sent with: the server answers with the task
+the first one made, or makes it now, and the task is listed. A call the
+server answers at once runs again (keys hold for tasks only); one that asks
+a question before it makes a task stays pending.
 
 With --json, a JSON array of the journal's entries: taskId ("" for a
 pending call), serverUrl, tool, args, argsDigest, status, statusMessage,
@@ -67,7 +70,7 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 	if f.resume {
 		resumeErr = f.resendPending(ctx, j, entries, s)
 		if entries, err = j.List(ctx); err != nil {
-			return &exitError{code: exitUsage, err: err}
+			return &exitError{code: exitUsage, err: errors.Join(err, resumeErr)}
 		}
 	}
 	slices.SortStableFunc(entries, func(a, b client.Entry) int { return b.CreatedAt.Compare(a.CreatedAt) })
@@ -83,9 +86,10 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 	return resumeErr
 }
 
-// resendPending sends the pending calls among entries again, through each
-// server's client.Resume, and writes what failed to s.err; it returns an
-// error (exit 3) if anything did.
+// resendPending sends the journal's pending calls again (client.Resend),
+// each to its server, and writes to s.err what did not end in a task; it
+// returns an error (exit 3) if a call's outcome is still unknown or the
+// server refused it.
 func (f *tasksFlags) resendPending(ctx context.Context, j client.Journal, entries []client.Entry, s *streams) error {
 	var urls []string
 	for _, e := range entries {
@@ -95,25 +99,26 @@ func (f *tasksFlags) resendPending(ctx context.Context, j client.Journal, entrie
 	}
 	failed := 0
 	for _, u := range urls {
-		if _, err := f.newClient(u, j, "").Resume(ctx); err != nil {
-			for _, e := range unjoin(err) {
-				fmt.Fprintf(s.err, "mcptasks: %s\n", e)
+		c := f.newClient(u, j, "")
+		pending, err := c.Pending(ctx)
+		if err != nil {
+			return &exitError{code: exitUsage, err: err}
+		}
+		for _, e := range pending {
+			res, err := c.Resend(ctx, e)
+			switch {
+			case err != nil:
+				fmt.Fprintf(s.err, "mcptasks: %v\n", err)
 				failed++
+			case res.Task == nil:
+				fmt.Fprintf(s.err, "mcptasks: the pending call of %s on %s was answered at once, without a task\n", e.Tool, u)
 			}
 		}
 	}
 	if failed > 0 {
-		return &exitError{code: exitTransport, err: fmt.Errorf("%d pending call(s) could not be resumed", failed)}
+		return &exitError{code: exitTransport, err: fmt.Errorf("%d pending call(s) did not resolve into a task", failed)}
 	}
 	return nil
-}
-
-// unjoin returns the errors that errors.Join joined into err, or err.
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // writeTasks writes the journal's entries as a table.
