@@ -38,7 +38,8 @@ or may not have made its task. --resume sends each pending call again with
 the idempotency key it was first sent with: the server answers with the task
 the first one made, or makes it now, and the task is listed. A call the
 server answers at once runs again (keys hold for tasks only); one that asks
-a question before it makes a task stays pending.
+a question before it makes a task stays pending. A call still on the wire in
+another "mcptasks call" is listed as pending too: resume when none runs.
 
 With --json, a JSON array of the journal's entries: taskId ("" for a
 pending call), serverUrl, tool, args, argsDigest, status, statusMessage,
