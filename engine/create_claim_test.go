@@ -161,3 +161,34 @@ func TestCreateClaimRacesShutdown(t *testing.T) {
 		}
 	})
 }
+
+// TestCreateClaims_LostReply: a create claimed by this engine whose insert
+// was committed but whose reply was lost (a connection broken after
+// COMMIT) is this engine's to run: Create finds the task stored, returns it
+// and starts its handler at once, in its first attempt. It used to give
+// the task up leased to nobody running it, to be failed as a lost run (a
+// tool that is not re-run) a lease later.
+func TestCreateClaims_LostReply(t *testing.T) {
+	for _, key := range []string{"", "k"} { // a key or a tool not re-run: not folded
+		t.Run("Key="+key, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := &faultStore{Store: newMem()}
+				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+					return json.RawMessage(`{"content":[]}`), nil
+				}
+				e := startEngine(t, st, []*Tool{{Name: "once", Handler: h}}, Options{Owner: "a"})
+				synctest.Wait()
+				st.loseCreate.Store(1)
+				r, err := e.Create(bg, CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal, IdempotencyKey: key})
+				if err != nil {
+					t.Fatalf("Create with its reply lost after the commit: %v; want the task, found stored", err)
+				}
+				synctest.Wait()
+				got := get(t, st, r.ID)
+				if got.Status != task.Completed || got.Attempt != 1 || got.Losses != 0 {
+					t.Errorf("the task: %s, attempt %d, %d losses; want completed in its first attempt", got.Status, got.Attempt, got.Losses)
+				}
+			})
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,6 +336,63 @@ func TestMaxHeld(t *testing.T) {
 		synctest.Wait()
 		if got := wantStatus(t, st, r.ID, task.InputRequired); got.LeaseOwner != "a" {
 			t.Errorf("a task asking after the others were suspended: owner %q, want a (held)", got.LeaseOwner)
+		}
+	})
+}
+
+// onMessage is a slog.Handler that calls f, once, at the first record of
+// msg: a hook at a point of the engine's code that only a log line marks.
+type onMessage struct {
+	slog.Handler
+	msg  string
+	once sync.Once
+	f    func()
+}
+
+func (h *onMessage) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		h.once.Do(h.f)
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *onMessage) WithAttrs(as []slog.Attr) slog.Handler {
+	return &onMessage{Handler: h.Handler.WithAttrs(as), msg: h.msg, f: func() { h.once.Do(h.f) }}
+}
+
+// TestSuspendedAnsweredBeforeLeft: an answer that comes on this process
+// between the suspension of a handler and the end of its execution (the
+// last moment it is tracked) re-runs the task at once: the wake-up went to
+// the execution that was leaving, so the claim loop must be woken too. It
+// waited for its next poll, as no Listener tells this store's engine.
+func TestSuspendedAnsweredBeforeLeft(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := &faultStore{Store: newMem()} // no Listener
+		var s suspender
+		var (
+			e        *Engine
+			id       string
+			answered time.Time
+		)
+		hook := &onMessage{Handler: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}),
+			msg: "task suspended until its input arrives", f: func() {
+				answered = time.Now()
+				update(t, e, id, map[string]string{"k": accept("K")})
+			}}
+		e = newEngine(t, st, []*Tool{s.tool(false)}, Options{SuspendAfter: -1, Logger: slog.New(hook)})
+		r, err := e.Create(bg, CreateParams{Tool: "ask", Args: json.RawMessage(`{}`), Principal: principal})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id = r.ID
+		e.Start(bg) // after the create: its task is claimed by the claim loop
+		synctest.Wait()
+		done := wantStatus(t, st, id, task.Completed)
+		if answered.IsZero() {
+			t.Fatal("the hook did not answer")
+		}
+		if d := done.UpdatedAt.Sub(answered); d != 0 {
+			t.Errorf("completed %v after the answer, want at once", d)
 		}
 	})
 }

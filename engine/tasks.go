@@ -110,12 +110,25 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		return r, nil
 	}
 	if err := e.st.Create(ctx, r); err != nil {
-		if claim {
-			claimed(false)
-		}
 		var dup *store.DuplicateError
 		if errors.As(err, &dup) {
+			if claim {
+				claimed(false)
+			}
 			return e.replay(dup.Task, p)
+		}
+		if claim {
+			// The insert may have been committed, its reply lost (a
+			// connection broken after COMMIT): then the task is stored
+			// leased to this engine, and only this engine can run it
+			// before the lease runs out and the run is taken for lost.
+			if got, gerr := e.st.Get(context.WithoutCancel(ctx), r.ID); gerr == nil && got.LeaseOwner == r.LeaseOwner && got.Attempt == r.Attempt {
+				e.obs.TaskCreated(p.Tool)
+				e.begin(claimCtx, store.Claimed{Record: got.Clone()}, now, nil)
+				claimed(true)
+				return got, nil
+			}
+			claimed(false)
 		}
 		return nil, fmt.Errorf("engine: create task: %w", err)
 	}
@@ -204,11 +217,15 @@ func (e *Engine) Update(ctx context.Context, principal, id string, responses map
 	if err != nil {
 		return nil, fmt.Errorf("engine: update task: %w", err)
 	}
-	if len(accepted) > 0 && !e.notify(id, false) {
-		// No handler of this process waits for it: if the task was
-		// suspended, it is claimable now, and this process resumes it at
-		// once (other processes hear of it from the store's Listener, or
-		// at their next claim poll).
+	if len(accepted) > 0 {
+		// A handler of this process that waits for it wakes. Else, if
+		// the task was suspended, it is claimable now, and this process
+		// resumes it at once (other processes hear of it from the store's
+		// Listener, or at their next claim poll). The claim loop is woken
+		// either way: a handler found waiting may be one that was just
+		// suspended, on its way out, whose wake-up nobody reads. A claim
+		// that finds nothing costs one read.
+		e.notify(id, false)
 		e.signal()
 	}
 	return accepted, nil
