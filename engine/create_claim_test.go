@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -169,20 +170,29 @@ func TestCreateClaimRacesShutdown(t *testing.T) {
 // the task up leased to nobody running it, to be failed as a lost run (a
 // tool that is not re-run) a lease later.
 func TestCreateClaims_LostReply(t *testing.T) {
-	for _, key := range []string{"", "k"} { // a key or a tool not re-run: not folded
-		t.Run("Key="+key, func(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		key   string
+		rerun bool // without a key: the handler's first write is folded into the create
+	}{{"NotRerun", "", false}, {"Key", "k", false}, {"Folded", "", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := tt.key
 			bubble(t, func(t *testing.T) {
 				st := &faultStore{Store: newMem()}
 				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+					if err := run.SetStatus(ctx, "going"); err != nil {
+						return nil, err
+					}
 					return json.RawMessage(`{"content":[]}`), nil
 				}
-				e := startEngine(t, st, []*Tool{{Name: "once", Handler: h}}, Options{Owner: "a"})
+				e := startEngine(t, st, []*Tool{{Name: "once", Handler: h, Retry: RetryPolicy{Rerun: tt.rerun}}}, Options{Owner: "a"})
 				synctest.Wait()
 				st.loseCreate.Store(1)
 				r, err := e.Create(bg, CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal, IdempotencyKey: key})
 				if err != nil {
 					t.Fatalf("Create with its reply lost after the commit: %v; want the task, found stored", err)
 				}
+				time.Sleep(time.Second) // a folded handler's write, which failed with the insert, is retried
 				synctest.Wait()
 				got := get(t, st, r.ID)
 				if got.Status != task.Completed || got.Attempt != 1 || got.Losses != 0 {

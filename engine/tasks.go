@@ -118,15 +118,15 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 			return e.replay(dup.Task, p)
 		}
 		if claim {
-			// The insert may have been committed, its reply lost (a
-			// connection broken after COMMIT): then the task is stored
-			// leased to this engine, and only this engine can run it
-			// before the lease runs out and the run is taken for lost.
-			if got, gerr := e.st.Get(context.WithoutCancel(ctx), r.ID); gerr == nil && got.LeaseOwner == r.LeaseOwner && got.Attempt == r.Attempt {
+			// The insert may have been committed, its reply lost (see
+			// stored): then the task is stored leased to this engine, and
+			// only this engine can run it before the lease runs out and
+			// the run is taken for lost.
+			if e.stored(ctx, r.ID) {
 				e.obs.TaskCreated(p.Tool)
-				e.begin(claimCtx, store.Claimed{Record: got.Clone()}, now, nil)
+				e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now, nil)
 				claimed(true)
-				return got, nil
+				return r, nil
 			}
 			claimed(false)
 		}
@@ -141,6 +141,15 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		e.signal()
 	}
 	return r, nil
+}
+
+// stored reports whether the task id, whose insert failed, is stored
+// anyway: an insert may be committed and its reply lost (a connection
+// broken after COMMIT). Task ids are random: a task with the id is the
+// one this engine inserted.
+func (e *Engine) stored(ctx context.Context, id string) bool {
+	_, err := e.st.Get(context.WithoutCancel(ctx), id)
+	return err == nil
 }
 
 // replay returns old, the task that holds the idempotency key of the
