@@ -135,6 +135,10 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 			return nil, err
 		}
 	}
+	if leg != nil && resend != nil {
+		// Sent again without its key, it could make a second task.
+		return nil, fmt.Errorf("tools/call %s: %w: the server speaks %s, without idempotency keys", name, ErrOutcomeUnknown, LegacyProtocolVersion)
+	}
 	if leg != nil {
 		// 2025-11-25 requests carry no _meta, and its servers know no
 		// idempotency key: the call is not retried.
@@ -339,9 +343,10 @@ func unknownOutcome(err error) bool {
 }
 
 // honoursKeys reports whether the server says in server/discover that it
-// honours idempotency keys; the answer is kept. A server without
-// server/discover honours none. Any other error means the server could not
-// say (it is unreachable, or refuses this client): it is returned.
+// honours idempotency keys; the answer is kept. A server that refuses
+// server/discover honours none, unless the error means it could not say:
+// it is unreachable or busy (a transient error), or it refuses this client
+// (HTTP 401, 403); that error is returned.
 func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	known := c.keys
@@ -350,7 +355,7 @@ func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 		return known > 0, nil
 	}
 	d, err := c.Discover(ctx)
-	if err != nil && !errors.Is(err, ErrMethodNotFound) {
+	if err != nil && (transient(err) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden)) {
 		return false, err
 	}
 	var ok bool

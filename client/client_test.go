@@ -862,6 +862,21 @@ func TestPendingCreate_Outcomes(t *testing.T) {
 		}
 	})
 
+	t.Run("Legacy", func(t *testing.T) {
+		j := client.MemoryJournal()
+		e := client.Entry{ServerURL: s.url, Tool: "slow_compute", IdempotencyKey: "k", CreatedAt: time.Now()}
+		if err := j.Save(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		c := newClient(s, &client.Options{Token: "good", Journal: j, ProtocolVersion: client.LegacyProtocolVersion})
+		if _, err := c.Resend(ctx, e); !errors.Is(err, client.ErrOutcomeUnknown) {
+			t.Errorf("Resend by a 2025-11-25 client: %v; want ErrOutcomeUnknown, nothing sent", err)
+		}
+		if p := pendingOf(t, j); len(p) != 1 {
+			t.Errorf("pending creates after a refused resend: %+v; want it kept", p)
+		}
+	})
+
 	t.Run("QuestionWithoutHandler", func(t *testing.T) {
 		j := client.MemoryJournal()
 		_, err := newClient(s, &client.Options{Token: "good", Journal: j}).CallTool(ctx, "test_tool_with_task", nil)
@@ -878,3 +893,30 @@ func TestPendingCreate_Outcomes(t *testing.T) {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// TestResend_ServerWithoutDiscover: a server that answers server/discover
+// with HTTP 404 honours no keys: a pending create cannot be resolved, and
+// is removed with ErrOutcomeUnknown rather than kept for ever.
+func TestResend_ServerWithoutDiscover(t *testing.T) {
+	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Method") == "server/discover" {
+				http.NotFound(w, r)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	ctx := testContext(t)
+	j := client.MemoryJournal()
+	e := client.Entry{ServerURL: s.url, Tool: "slow_compute", IdempotencyKey: "k", CreatedAt: time.Now()}
+	if err := j.Save(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newClient(s, &client.Options{Journal: j}).Resend(ctx, e); !errors.Is(err, client.ErrOutcomeUnknown) {
+		t.Errorf("Resend: %v; want ErrOutcomeUnknown", err)
+	}
+	if all, _ := j.List(ctx); len(all) != 0 {
+		t.Errorf("journal: %+v; want the pending create removed", all)
+	}
+}

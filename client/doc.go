@@ -77,10 +77,12 @@
 // input keys answered; after a restart, [Client.Resume] returns the
 // handles of the tasks that were not seen to end, to wait for again.
 // A call is recorded before it is sent, as a pending create
-// ([Entry.Pending]) that the task's entry replaces: a program that ends
-// while the call is on the wire loses nothing, since [Client.Pending]
-// lists the call at the next start and [Client.Resend] sends it again with
-// its idempotency key, getting the task the first request made.
+// ([Entry.Pending]) that the task's entry replaces: when a program ends
+// while the call is on the wire, [Client.Pending] lists the call at the
+// next start and [Client.Resend] sends it again with its idempotency key,
+// getting the task the first request made (from a server that honours
+// keys, within the task's TTL; a call the server answers at once runs
+// again).
 //
 // # Creating a task exactly once
 //

@@ -99,10 +99,10 @@ type journalFile struct {
 	Tasks   []Entry `json:"tasks"`
 }
 
-// journalVersion is the version a file journal is written with; version
-// 1, the same without pending creates, is read too (earlier releases
-// refuse version 2, whose pending creates they would take for one task
-// without an id).
+// journalVersion is the version of a file journal that holds a pending
+// create; one without is written as version 1, as earlier releases wrote
+// it (they refuse version 2, whose pending creates they would take for one
+// task without an id).
 const journalVersion = 2
 
 // FileJournal returns a [Journal] kept in the JSON file at path. Every
@@ -154,7 +154,13 @@ func (j *fileJournal) read() (map[journalKey]Entry, error) {
 }
 
 func (j *fileJournal) write(m map[journalKey]Entry) error {
-	f := journalFile{Version: journalVersion, Tasks: sortedEntries(m)}
+	f := journalFile{Version: 1, Tasks: sortedEntries(m)}
+	for _, e := range f.Tasks {
+		if e.Pending() {
+			f.Version = journalVersion
+			break
+		}
+	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err

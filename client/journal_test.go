@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -131,6 +132,19 @@ func TestMemoryJournal(t *testing.T) { testJournal(t, client.MemoryJournal()) }
 func TestFileJournal(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state", "journal.json")
 	testJournal(t, client.FileJournal(path))
+	// Without a pending create, the file is what earlier releases read.
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"version": 1,`) {
+		t.Errorf("a journal without pending creates is not version 1:\n%.80s", b)
+	}
+	if err := client.FileJournal(path).Save(context.Background(), pending("p")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), `"version": 2,`) {
+		t.Errorf("a journal with a pending create is not version 2:\n%.80s", b)
+	}
+	if err := client.FileJournal(path).Remove(context.Background(), pending("p")); err != nil {
+		t.Fatal(err)
+	}
 	fi, err := os.Stat(path)
 	if err != nil {
 		t.Fatal(err)

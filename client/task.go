@@ -143,7 +143,8 @@ func (c *Client) Resume(ctx context.Context) ([]*Task, error) {
 // request of the call was on the wire, or its reply was lost. The server
 // may or may not have made their tasks; [Client.Resend] finds out. A
 // pending create whose task is in the journal already is removed, not
-// returned.
+// returned (the journals of this package replace it when the task is
+// saved; this covers other implementations of [Journal]).
 func (c *Client) Pending(ctx context.Context) ([]Entry, error) {
 	if c.opts.Journal == nil {
 		return nil, nil
@@ -187,7 +188,9 @@ func (c *Client) Pending(ctx context.Context) ([]Entry, error) {
 // then removed. It stays while the outcome is still unknown (the server
 // cannot be reached, a question goes unanswered). To a server that does
 // not honour keys it is not sent: e is removed and the error wraps
-// [ErrOutcomeUnknown].
+// [ErrOutcomeUnknown]. Nor is it sent by a client that speaks 2025-11-25,
+// whose requests carry no key (the error wraps ErrOutcomeUnknown; e
+// stays).
 func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	what := fmt.Sprintf("resend tools/call %s of %s", e.Tool, e.CreatedAt.Format(time.RFC3339))
 	if !e.Pending() || e.ServerURL != c.url || e.IdempotencyKey == "" {
@@ -196,11 +199,19 @@ func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	if c.opts.Journal == nil {
 		return nil, fmt.Errorf("%s: the client has no journal", what)
 	}
+	if leg, _, err := c.knownProtocol(ctx); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	} else if leg != nil {
+		return nil, fmt.Errorf("%s: %w: the client speaks %s, without idempotency keys", what, ErrOutcomeUnknown, LegacyProtocolVersion)
+	}
 	honours, err := c.honoursKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if !honours || c.noTasks {
+	if c.noTasks {
+		return nil, fmt.Errorf("%s: %w: the client does not speak the Tasks extension", what, ErrOutcomeUnknown)
+	}
+	if !honours {
 		if err := c.opts.Journal.Remove(ctx, e); err != nil {
 			return nil, fmt.Errorf("%s: %w: %w", what, ErrJournal, err)
 		}

@@ -174,7 +174,8 @@ func TestCreateClaims_LostReply(t *testing.T) {
 		name  string
 		key   string
 		rerun bool // without a key: the handler's first write is folded into the create
-	}{{"NotRerun", "", false}, {"Key", "k", false}, {"Folded", "", true}} {
+		blips int  // Gets that fail while the engine looks for the task
+	}{{"NotRerun", "", false, 0}, {"Key", "k", false, 0}, {"Folded", "", true, 0}, {"StoreBlips", "", false, 3}} {
 		t.Run(tt.name, func(t *testing.T) {
 			key := tt.key
 			bubble(t, func(t *testing.T) {
@@ -188,6 +189,7 @@ func TestCreateClaims_LostReply(t *testing.T) {
 				e := startEngine(t, st, []*Tool{{Name: "once", Handler: h, Retry: RetryPolicy{Rerun: tt.rerun}}}, Options{Owner: "a"})
 				synctest.Wait()
 				st.loseCreate.Store(1)
+				st.blipGet.Store(int32(tt.blips))
 				r, err := e.Create(bg, CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal, IdempotencyKey: key})
 				if err != nil {
 					t.Fatalf("Create with its reply lost after the commit: %v; want the task, found stored", err)
@@ -201,4 +203,37 @@ func TestCreateClaims_LostReply(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestCreate_LostReplyUnclaimed: a create not claimed by its engine (no
+// free slot, or an engine that is not started) whose insert committed but
+// whose reply was lost returns the task, found stored, and its engine's
+// claim loop takes it at once. A create whose insert failed fails.
+func TestCreate_LostReplyUnclaimed(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := &faultStore{Store: newMem()}
+		ran := make(chan struct{}, 1)
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			ran <- struct{}{}
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		e := newEngine(t, st, []*Tool{{Name: "once", Handler: h}}, Options{Owner: "a"})
+		p := CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal}
+		st.failCreate.Store(1)
+		if _, err := e.Create(bg, p); err == nil {
+			t.Error("Create whose insert failed succeeded")
+		}
+		st.loseCreate.Store(1)
+		r, err := e.Create(bg, p)
+		if err != nil {
+			t.Fatalf("Create with its reply lost after the commit: %v; want the task, found stored", err)
+		}
+		if n := count(t, st.Store.(store.Counter)); n != 1 {
+			t.Errorf("%d tasks stored, want 1", n)
+		}
+		e.Start(bg)
+		synctest.Wait()
+		<-ran
+		wantStatus(t, st, r.ID, task.Completed)
+	})
 }

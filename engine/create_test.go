@@ -148,9 +148,10 @@ func TestNewRejectsBadTools(t *testing.T) {
 }
 
 // TestCreate_LostReply reproduces a create whose commit succeeded but
-// whose reply was lost (a connection reset after the commit): a retry
-// without an idempotency key makes a second task; with one, the retry gets
-// the task the first attempt made.
+// whose reply was lost (a connection reset after the commit), and that the
+// engine could not find stored before giving up: a retry without an
+// idempotency key makes a second task; with one, the retry gets the task
+// the first attempt made.
 func TestCreate_LostReply(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -167,9 +168,11 @@ func TestCreate_LostReply(t *testing.T) {
 				e := newEngine(t, st, []*Tool{{Name: "slow", Handler: blockUntilCancelled}}, Options{})
 				p := CreateParams{Tool: "slow", Args: json.RawMessage(`{"n":1}`), Principal: principal, IdempotencyKey: tt.key}
 				st.loseCreate.Store(1)
+				st.blipGet.Store(1 << 20) // and the engine cannot find it: the store stays away
 				if _, err := e.Create(bg, p); err == nil {
 					t.Fatal("the first Create succeeded; the fault store should have lost its reply")
 				}
+				st.blipGet.Store(0)
 				r, err := e.Create(bg, p) // the client's retry
 				if err != nil {
 					t.Fatalf("retried Create: %v", err)

@@ -256,6 +256,7 @@ type faultStore struct {
 	blipFinish  atomic.Int32 // so many next Finish calls fail
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 	failCreate  atomic.Int32 // so many next Create calls fail without writing
+	blipGet     atomic.Int32 // so many next Get calls fail
 	hbCalls     atomic.Int32 // HeartbeatMany calls
 
 	mu        sync.Mutex
@@ -307,6 +308,9 @@ func (f *faultStore) Create(ctx context.Context, r *task.Record) error {
 func (f *faultStore) Get(ctx context.Context, id string) (*task.Record, error) {
 	if err := f.check(); err != nil {
 		return nil, err
+	}
+	if f.blipGet.Add(-1) >= 0 {
+		return nil, errStoreDown
 	}
 	return f.Store.Get(ctx, id)
 }

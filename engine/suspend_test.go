@@ -360,6 +360,10 @@ func (h *onMessage) WithAttrs(as []slog.Attr) slog.Handler {
 	return &onMessage{Handler: h.Handler.WithAttrs(as), msg: h.msg, f: func() { h.once.Do(h.f) }}
 }
 
+func (h *onMessage) WithGroup(name string) slog.Handler {
+	return &onMessage{Handler: h.Handler.WithGroup(name), msg: h.msg, f: func() { h.once.Do(h.f) }}
+}
+
 // TestSuspendedAnsweredBeforeLeft: an answer that comes on this process
 // between the suspension of a handler and the end of its execution (the
 // last moment it is tracked) re-runs the task at once: the wake-up went to

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -111,26 +112,21 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	}
 	if err := e.st.Create(ctx, r); err != nil {
 		var dup *store.DuplicateError
-		if errors.As(err, &dup) {
+		switch {
+		case errors.As(err, &dup):
 			if claim {
 				claimed(false)
 			}
 			return e.replay(dup.Task, p)
-		}
-		if claim {
-			// The insert may have been committed, its reply lost (see
-			// stored): then the task is stored leased to this engine, and
-			// only this engine can run it before the lease runs out and
-			// the run is taken for lost.
-			if e.stored(ctx, r.ID) {
-				e.obs.TaskCreated(p.Tool)
-				e.begin(claimCtx, store.Claimed{Record: r.Clone()}, now, nil)
-				claimed(true)
-				return r, nil
+		case !e.stored(ctx, r.ID):
+			if claim {
+				claimed(false)
 			}
-			claimed(false)
+			return nil, fmt.Errorf("engine: create task: %w", err)
 		}
-		return nil, fmt.Errorf("engine: create task: %w", err)
+		// Stored anyway: created as if the insert had said so. Claimed,
+		// only this engine can run it before its lease runs out and the
+		// run is taken for lost.
 	}
 	e.obs.TaskCreated(p.Tool)
 	if claim {
@@ -146,10 +142,31 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 // stored reports whether the task id, whose insert failed, is stored
 // anyway: an insert may be committed and its reply lost (a connection
 // broken after COMMIT). Task ids are random: a task with the id is the
-// one this engine inserted.
+// one this engine inserted. The store is asked again, with backoff, while
+// it cannot say (it is likely down when the reply was lost), for at most
+// a third of a lease: a task claimed in its create must be started before
+// its lease runs out.
 func (e *Engine) stored(ctx context.Context, id string) bool {
-	_, err := e.st.Get(context.WithoutCancel(ctx), id)
-	return err == nil
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.Lease/3)
+	defer cancel()
+	for backoff := minStoreBackoff; ; backoff = min(2*backoff, maxStoreBackoff) {
+		_, err := e.st.Get(ctx, id)
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, store.ErrNotFound):
+			return false
+		}
+		e.log.Warn("find a task whose insert failed; retrying", "task", id, "retry_in", backoff, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			e.log.Warn("task whose insert failed not found: if stored, it is taken for lost a lease later", "task", id)
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // replay returns old, the task that holds the idempotency key of the

@@ -53,11 +53,12 @@ func (b *budget) give(n int64) {
 
 // stream counts n bytes that are taken already as an open stream's, and
 // reports false, counting nothing, if streams would then hold more than
-// half of the budget.
+// half of the budget (one stream is admitted whatever its size, so that a
+// small budget does not refuse every stream).
 func (b *budget) stream(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.streams+n > b.max/2 {
+	if b.streams > 0 && b.streams+n > b.max/2 {
 		return false
 	}
 	b.streams += n

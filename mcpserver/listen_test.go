@@ -422,3 +422,34 @@ func TestListen_StreamsLeaveRoom(t *testing.T) {
 		t.Errorf("tools/list of %d bytes beside %d open streams: HTTP %d %.200s", len(big), opened, resp.status, resp.body)
 	}
 }
+
+// TestListen_OneStreamAlwaysFits: with a budget smaller than twice a
+// stream's body, one stream is still admitted (else every listen would be
+// refused for ever); a second one is not.
+func TestListen_OneStreamAlwaysFits(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{maxInflightBytes: 256 << 10, maxBodyBytes: 256 << 10})
+	pad := strings.Repeat(" ", 150<<10) // more than half the budget
+	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
+	var statuses []int
+	for range 2 {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(listen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
+		resp, err := c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode == http.StatusOK {
+			readEvents(t, resp.Body, 1)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+	}
+	if statuses[0] != http.StatusOK || statuses[1] != http.StatusServiceUnavailable {
+		t.Errorf("two listens of %d bytes, budget 256 KiB: HTTP %v; want [200 503]", len(listen), statuses)
+	}
+}

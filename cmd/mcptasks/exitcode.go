@@ -35,7 +35,7 @@ var exitCodes = []struct {
 	{exitUsage, "usage or configuration error: bad flags or arguments, a task id not in the journal, an unreadable journal"},
 	{exitTransport, "transport or protocol error: server unreachable, HTTP error, JSON-RPC error (an unknown or expired task id too)"},
 	{exitTaskFailed, "the task failed (a JSON-RPC error, or its worker was lost)"},
-	{exitTaskCancelled, "the task was cancelled (or the call was interrupted before its task was known: \"mcptasks tasks\" lists it as pending)"},
+	{exitTaskCancelled, "the task was cancelled (or the call was interrupted before its task was known: if it was on the wire, \"mcptasks tasks\" lists it as pending)"},
 	{exitDetached, "detached: the task is still running; come back with \"mcptasks wait ID\""},
 	{exitInputRequired, "the task needs input and stdin is not a terminal; the request is printed as JSON: answer it with \"mcptasks answer ID ...\""},
 }
