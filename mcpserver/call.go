@@ -112,8 +112,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	caps := rawClientCapabilities(meta)
 	t := s.tools[req.Params.Name]
 	if t == nil { // a plain go-sdk tool, or unknown
-		res, err := next(ctx, "tools/call", req)
-		return checkRound(req.ProtocolVersion(), caps, "tool "+req.Params.Name, res, err)
+		return runInline(ctx, req, caps, next)
 	}
 	args := req.Params.Arguments
 	asTask, err := s.admit(ctx, t, req.ProtocolVersion(), parseCaps(caps).has(), args)
@@ -121,8 +120,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		return nil, err
 	}
 	if !asTask {
-		res, err := next(ctx, "tools/call", req)
-		return checkRound(req.ProtocolVersion(), caps, "tool "+t.tool.Name, res, err)
+		return runInline(ctx, req, caps, next)
 	}
 	key, err := sdkIdempotencyKey(meta)
 	if err != nil {
@@ -141,6 +139,18 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 	}
 	return s.createTask(ctx, t, &taskRequest{args: args, caps: caps, meta: raw, key: key,
 		principal: s.opts.Principal(req.GetExtra()), header: requestHeader(req), trace: meta})
+}
+
+// runInline runs the tool of req in the request, through next. The request
+// holds its body for as long as the tool runs: it counts as one that stays
+// (see budget), and is refused with -32603 when their half of the in-flight
+// budget is full.
+func runInline(ctx context.Context, req *mcp.CallToolRequest, caps json.RawMessage, next mcp.MethodHandler) (mcp.Result, error) {
+	if !heldFrom(ctx).stay() {
+		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by requests that stay open; try again"}
+	}
+	res, err := next(ctx, "tools/call", req)
+	return checkRound(req.ProtocolVersion(), caps, "tool "+req.Params.Name, res, err)
 }
 
 // admit is the one gate of a tools/call of t, for both routes: capability

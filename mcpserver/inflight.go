@@ -21,16 +21,17 @@ const DefaultMaxInflightBytes = 64 << 20
 // Retry-After before its body is read; a -32603 "busy" error for a reply):
 // waiting would hold the memory the budget is for.
 //
-// A request that stays open as a stream (a subscriptions/listen, a
-// 2025-11-25 tasks/result) keeps its body's bytes for as long as it is
-// open, and streams may hold at most half of the budget together: however
-// many are open, the other requests keep the other half.
+// A request that stays (a stream: a subscriptions/listen, a 2025-11-25
+// tasks/result; a tools/call that runs its tool inline, for as long as the
+// tool runs) keeps its body's bytes for as long as it lasts, and such
+// requests may hold at most half of the budget together: however many
+// stay, the other requests keep the other half.
 type budget struct {
 	max int64
 
 	mu      sync.Mutex
 	used    int64
-	streams int64 // of used, what open streams hold
+	staying int64 // of used, what requests that stay hold
 }
 
 // take reserves n bytes (at most the whole budget), or reports false.
@@ -51,32 +52,32 @@ func (b *budget) give(n int64) {
 	b.mu.Unlock()
 }
 
-// stream counts n bytes that are taken already as an open stream's, and
-// reports false, counting nothing, if streams would then hold more than
-// half of the budget (one stream is admitted whatever its size, so that a
-// small budget does not refuse every stream).
-func (b *budget) stream(n int64) bool {
+// stay counts n bytes that are taken already as those of a request that
+// stays, and reports false, counting nothing, if such requests would then
+// hold more than half of the budget (one is admitted whatever its size, so
+// that a small budget does not refuse them all).
+func (b *budget) stay(n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.streams > 0 && b.streams+n > b.max/2 {
+	if b.staying > 0 && b.staying+n > b.max/2 {
 		return false
 	}
-	b.streams += n
+	b.staying += n
 	return true
 }
 
-func (b *budget) unstream(n int64) {
+func (b *budget) leave(n int64) {
 	b.mu.Lock()
-	b.streams -= n
+	b.staying -= n
 	b.mu.Unlock()
 }
 
 // held is what one request has taken from the budget; the guard gives it
 // back once the request is answered. A nil *held takes nothing.
 type held struct {
-	b        *budget
-	n        atomic.Int64
-	streamed int64 // of n, what counts as an open stream's (see stream)
+	b      *budget
+	n      atomic.Int64
+	stayed atomic.Int64 // of n, what counts as a request's that stays (see stay)
 }
 
 type heldKey struct{}
@@ -108,25 +109,24 @@ func (h *held) keep(n int64) {
 	}
 }
 
-// stream counts what the request holds as an open stream's (see
-// budget.stream), once, before the request stays open; it reports false if
-// the streams' half of the budget is full.
-func (h *held) stream() bool {
-	if h == nil || h.streamed > 0 {
+// stay counts what the request holds as a request's that stays (see
+// budget.stay), once, before it stays; it reports false if the half of the
+// budget for such requests is full.
+func (h *held) stay() bool {
+	if h == nil || h.stayed.Load() > 0 {
 		return true
 	}
 	n := h.n.Load()
-	if !h.b.stream(n) {
+	if !h.b.stay(n) {
 		return false
 	}
-	h.streamed = n
+	h.stayed.Store(n)
 	return true
 }
 
 func (h *held) release() {
-	if h.streamed > 0 {
-		h.b.unstream(h.streamed)
-		h.streamed = 0
+	if n := h.stayed.Swap(0); n > 0 {
+		h.b.leave(n)
 	}
 	h.b.give(h.n.Swap(0))
 }

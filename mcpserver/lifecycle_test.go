@@ -157,3 +157,57 @@ func TestMaxInlineCalls(t *testing.T) {
 		t.Errorf("a call once the first ended: %s, want its result", out)
 	}
 }
+
+// TestInlineCallsLeaveRoom: a tools/call that runs its tool inline holds
+// its body for as long as the tool runs, and such calls count among the
+// requests that stay: together with open streams they hold at most half
+// of MaxInflightBytes. Past it an inline call is refused with -32603
+// before its tool runs, and other requests keep the other half (before,
+// 1 MiB calls to a slow tool filled the budget and every request got
+// HTTP 503).
+func TestInlineCallsLeaveRoom(t *testing.T) {
+	const budget = 2 << 20
+	started, release := make(chan struct{}, 8), make(chan struct{})
+	c := startServer(t, serverConfig{maxInflightBytes: budget, maxBodyBytes: 1 << 20, register: func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "block"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct {
+				Pad string `json:"pad"`
+			}) (*mcp.CallToolResult, any, error) {
+				started <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+			})
+	}})
+	unblock := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(unblock) // before the server's cleanup: a failing test does not hang
+	body := expandMeta(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"block","arguments":{"pad":"` + strings.Repeat("x", 300<<10) + `"}}}`)
+	call := func() *rawResponse {
+		return c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", body: []byte(body),
+			header: http.Header{"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"block"}}})
+	}
+	fits := budget / 2 / len(body) // calls whose bodies fit in the half
+	var wg sync.WaitGroup
+	for range fits {
+		wg.Go(func() { call() })
+		<-started // running, holding its body
+	}
+	resp := call()
+	if rep := resp.reply(t); rep.Error == nil || rep.Error.Code != -32603 || !strings.Contains(rep.Error.Message, "stay open") {
+		t.Errorf("inline call %d beside %d running: HTTP %d %.300s; want -32603 busy", fits+1, fits, resp.status, resp.body)
+	}
+	select {
+	case <-started:
+		t.Error("the refused call's tool ran")
+	default:
+	}
+	big := expandMeta(`{"jsonrpc":"2.0","id":2,` + strings.Repeat(" ", budget/2-(256<<10)) + `"method":"tools/list","params":{"_meta":$META}}`)
+	if resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", body: []byte(big),
+		header: http.Header{"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"tools/list"}}}); resp.status != http.StatusOK {
+		t.Errorf("tools/list of %d bytes beside %d running inline calls: HTTP %d %.200s", len(big), fits, resp.status, resp.body)
+	}
+	unblock()
+	wg.Wait()
+}

@@ -95,10 +95,11 @@ type Options struct {
 	// MaxBodyBytes). A request whose body does not fit gets HTTP 503,
 	// Retry-After and -32603 before its body is read; a tasks/get whose
 	// task does not fit gets -32603. Clients retry both. Requests that
-	// stay open as streams (subscriptions/listen, a 2025-11-25
-	// tasks/result) hold their bodies while open, and may hold at most
-	// half of it together: past that a new stream gets HTTP 503, and the
-	// other requests keep the other half.
+	// stay (streams: subscriptions/listen, a 2025-11-25 tasks/result; a
+	// tools/call that runs its tool inline) hold their bodies while they
+	// last, and may hold at most half of it together: past that a new
+	// stream gets HTTP 503 and an inline call -32603, and the other
+	// requests keep the other half.
 	MaxInflightBytes int64
 	// MaxJSONDepth bounds how deeply a request body's JSON may nest
 	// (DefaultMaxJSONDepth if zero). A deeper body is refused with -32602

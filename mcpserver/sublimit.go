@@ -85,17 +85,18 @@ func (l *subLimiter) writeTooMany(w http.ResponseWriter, id []byte) {
 // admitStream admits a request that stays open as a stream (a
 // subscriptions/listen, a 2025-11-25 tasks/result), holding h, its share
 // of the in-flight budget: its body must be within maxStreamBody (else
-// HTTP 413), and it must fit in the half of the budget that open streams
-// may hold together (else HTTP 503, Retry-After): a few streams with large
-// bodies would otherwise hold the whole budget, and every other request
-// would get HTTP 503. If not admitted, the refusal is written.
+// HTTP 413), and it must fit in the half of the budget that requests that
+// stay may hold together (else HTTP 503, Retry-After; see budget): a few
+// streams with large bodies would otherwise hold the whole budget, and
+// every other request would get HTTP 503. If not admitted, the refusal is
+// written.
 func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen int) bool {
 	if limit := s.maxStreamBody(); int64(bodyLen) > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, id, codeInvalidRequest,
 			fmt.Sprintf("Request body too large for a request that stays open (%d bytes; at most %d)", bodyLen, limit))
 		return false
 	}
-	if !h.stream() {
+	if !h.stay() {
 		w.Header().Set("Retry-After", "1")
 		writeError(w, http.StatusServiceUnavailable, id, codeInternalError, "Server busy: too many open streams; try again")
 		return false
