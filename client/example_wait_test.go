@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -163,4 +164,57 @@ func ExampleClient_Resume() {
 	// asked resolution: Render 3 frames in 4K? no
 	// video.mp4: 3 frames in 1080p
 	// journal says: completed answered [resolution]
+}
+
+// A program that ended while its tools/call was on the wire left the call
+// in its journal as a pending create. At its next start it resends the
+// call with the same idempotency key: the server answers with the task the
+// first request made, or makes it now if that request never arrived.
+func ExampleClient_Resend() {
+	url, stop := renderServer(nil)
+	defer stop()
+	dir, err := os.MkdirTemp("", "journal")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	journal := client.FileJournal(filepath.Join(dir, "journal.json"))
+	ctx := context.Background()
+	// What the first run left: CallTool saves the call before sending it.
+	err = journal.Save(ctx, client.Entry{ServerURL: url, Tool: "render_video", Args: json.RawMessage(`{"frames":2}`),
+		IdempotencyKey: "5NqkWv0rTq2bG8xYc1dM3w", CreatedAt: time.Now()})
+	if err != nil {
+		panic(err)
+	}
+
+	// The next run.
+	c := client.New(url, &client.Options{
+		Journal: journal,
+		InputHandler: client.InputHandlerFunc(func(context.Context, string, *client.InputRequest) (any, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"uhd": true}}, nil
+		}),
+	})
+	pending, err := c.Pending(ctx)
+	if err != nil {
+		panic(err)
+	}
+	for _, e := range pending {
+		fmt.Println("pending:", e.Tool, string(e.Args))
+		res, err := c.Resend(ctx, e)
+		if err != nil {
+			fmt.Println("still unknown:", err)
+			continue
+		}
+		out, err := res.Task.Wait(ctx)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(out.Content[0].(*mcp.TextContent).Text)
+	}
+	pending, _ = c.Pending(ctx)
+	fmt.Println("pending now:", len(pending))
+	// Output:
+	// pending: render_video {"frames":2}
+	// video.mp4: 2 frames in 4K
+	// pending now: 0
 }
