@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -642,15 +643,17 @@ func TestNonASCIIName(t *testing.T) {
 	}
 }
 
-// TestCallTool_LostReply drops the reply of a tools/call after the server
-// created the task (as a connection reset after the commit does): the
-// client sends the call again with the same idempotency key and gets the
-// task the first request made; the server made one task, not two.
-func TestCallTool_LostReply(t *testing.T) {
-	var calls atomic.Int32
-	var mu sync.Mutex
-	made := map[string]bool{} // the task ids in the server's replies
-	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+// madeTasks wraps a server's handler: it serves each tools/call to a
+// recorder, notes the task id of the reply, and lets deliver, given the
+// call's number (from 1), drop the reply (false) or have it sent (true).
+type madeTasks struct {
+	calls atomic.Int32
+	mu    sync.Mutex
+	ids   map[string]bool // the task ids in the server's replies
+}
+
+func (m *madeTasks) wrap(deliver func(n int32, w http.ResponseWriter, r *http.Request) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Mcp-Method") != "tools/call" {
 				next.ServeHTTP(w, r)
@@ -662,28 +665,49 @@ func TestCallTool_LostReply(t *testing.T) {
 				TaskID string `json:"taskId"`
 			}
 			if json.Unmarshal(resultOf(rec), &created) == nil && created.TaskID != "" {
-				mu.Lock()
-				made[created.TaskID] = true
-				mu.Unlock()
+				m.mu.Lock()
+				if m.ids == nil {
+					m.ids = map[string]bool{}
+				}
+				m.ids[created.TaskID] = true
+				m.mu.Unlock()
 			}
-			if calls.Add(1) == 1 { // the first reply is lost
-				conn, _, _ := http.NewResponseController(w).Hijack()
-				conn.Close()
-				return
+			if deliver(m.calls.Add(1), w, r) {
+				copyResponse(w, rec)
 			}
-			copyResponse(w, rec)
 		})
-	}})
+	}
+}
+
+// made returns the task ids in the server's replies so far.
+func (m *madeTasks) made() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return maps.Clone(m.ids)
+}
+
+// TestCallTool_LostReply drops the reply of a tools/call after the server
+// created the task (as a connection reset after the commit does): the
+// client sends the call again with the same idempotency key and gets the
+// task the first request made; the server made one task, not two.
+func TestCallTool_LostReply(t *testing.T) {
+	var m madeTasks
+	s := startServer(t, serverConfig{wrap: m.wrap(func(n int32, w http.ResponseWriter, r *http.Request) bool {
+		if n == 1 { // the first reply is lost
+			conn, _, _ := http.NewResponseController(w).Hijack()
+			conn.Close()
+			return false
+		}
+		return true
+	})})
 	res, err := newClient(s, nil).CallTool(testContext(t), "slow_compute", map[string]any{"seconds": 60, "label": "once"})
 	if err != nil || res.Task == nil {
 		t.Fatalf("CallTool: %v, %v; want the task of the first request", res, err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if n := calls.Load(); n != 2 {
+	if n := m.calls.Load(); n != 2 {
 		t.Errorf("%d tools/call requests, want 2 (the call and one retry)", n)
 	}
-	if len(made) != 1 || !made[res.Task.ID] {
+	if made := m.made(); len(made) != 1 || !made[res.Task.ID] {
 		t.Errorf("the server answered with tasks %v; want one, %s", made, res.Task.ID)
 	}
 }
@@ -696,34 +720,16 @@ func TestCallTool_LostReply(t *testing.T) {
 // the server made one task, not two. A pending create the server never
 // received is made by Resend; one it refuses is removed.
 func TestResend_PendingCreate(t *testing.T) {
-	var calls atomic.Int32
-	var mu sync.Mutex
-	made := map[string]bool{} // the task ids in the server's replies
+	var m madeTasks
 	created := make(chan struct{})
-	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Mcp-Method") != "tools/call" {
-				next.ServeHTTP(w, r)
-				return
-			}
-			rec := httptest.NewRecorder()
-			next.ServeHTTP(rec, r)
-			var res struct {
-				TaskID string `json:"taskId"`
-			}
-			if json.Unmarshal(resultOf(rec), &res) == nil && res.TaskID != "" {
-				mu.Lock()
-				made[res.TaskID] = true
-				mu.Unlock()
-			}
-			if calls.Add(1) == 1 { // the first caller is gone before its reply
-				close(created)
-				<-r.Context().Done()
-				return
-			}
-			copyResponse(w, rec)
-		})
-	}})
+	s := startServer(t, serverConfig{wrap: m.wrap(func(n int32, w http.ResponseWriter, r *http.Request) bool {
+		if n == 1 { // the first caller is gone before its reply
+			close(created)
+			<-r.Context().Done()
+			return false
+		}
+		return true
+	})})
 	path := filepath.Join(t.TempDir(), "journal.json")
 	ctx := testContext(t)
 	callCtx, cancel := context.WithCancel(ctx)
@@ -772,11 +778,9 @@ func TestResend_PendingCreate(t *testing.T) {
 		}
 		tasks = append(tasks, res.Task)
 	}
-	mu.Lock()
-	if len(made) != 2 || !made[tasks[0].ID] || !made[tasks[1].ID] {
+	if made := m.made(); len(made) != 2 || !made[tasks[0].ID] || !made[tasks[1].ID] {
 		t.Errorf("the server made tasks %v; Resend returned %s and %s", made, tasks[0].ID, tasks[1].ID)
 	}
-	mu.Unlock()
 	for i, label := range []string{"pending", "late"} {
 		out, err := tasks[i].Wait(ctx)
 		if err != nil || !strings.Contains(text(out), label) {

@@ -372,6 +372,23 @@ func TestListen_StreamsBounded(t *testing.T) {
 	}
 }
 
+// openListen posts the subscriptions/listen body and returns the reply,
+// open: the caller reads and closes it.
+func openListen(t *testing.T, c *testClient, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // TestListen_StreamsLeaveRoom: open streams hold their bodies' bytes for as
 // long as they are open, and may hold at most half of MaxInflightBytes
 // together: past it a new stream gets HTTP 503, while a request that does
@@ -385,16 +402,7 @@ func TestListen_StreamsLeaveRoom(t *testing.T) {
 	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
 	opened := 0
 	for range budget / len(listen) {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(listen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
-			"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := openListen(t, c, listen)
 		if resp.StatusCode == http.StatusServiceUnavailable {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -433,16 +441,7 @@ func TestListen_OneStreamAlwaysFits(t *testing.T) {
 	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
 	var statuses []int
 	for range 2 {
-		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(listen))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
-			"Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}}
-		resp, err := c.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := openListen(t, c, listen)
 		statuses = append(statuses, resp.StatusCode)
 		if resp.StatusCode == http.StatusOK {
 			readEvents(t, resp.Body, 1)
