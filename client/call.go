@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -343,10 +344,10 @@ func unknownOutcome(err error) bool {
 }
 
 // honoursKeys reports whether the server says in server/discover that it
-// honours idempotency keys; the answer is kept. A server that refuses
-// server/discover honours none, unless the error means it could not say:
-// it is unreachable or busy (a transient error), or it refuses this client
-// (HTTP 401, 403); that error is returned.
+// honours idempotency keys; the answer is kept. A server without
+// server/discover (-32601, HTTP 404 or 405) honours none. Any other error
+// means the server could not say (it is unreachable or busy, refuses this
+// client, or answered something else): it is returned, and nothing kept.
 func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	known := c.keys
@@ -355,7 +356,9 @@ func (c *Client) honoursKeys(ctx context.Context) (bool, error) {
 		return known > 0, nil
 	}
 	d, err := c.Discover(ctx)
-	if err != nil && (transient(err) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden)) {
+	var he *HTTPError
+	if err != nil && !errors.Is(err, ErrMethodNotFound) &&
+		!(errors.As(err, &he) && (he.StatusCode == http.StatusNotFound || he.StatusCode == http.StatusMethodNotAllowed)) {
 		return false, err
 	}
 	var ok bool

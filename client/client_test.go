@@ -900,27 +900,39 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 // TestResend_ServerWithoutDiscover: a server that answers server/discover
 // with HTTP 404 honours no keys: a pending create cannot be resolved, and
-// is removed with ErrOutcomeUnknown rather than kept for ever.
+// is removed with ErrOutcomeUnknown rather than kept for ever. Any other
+// refusal (HTTP 400 or 502 from a proxy in the way, say) says nothing: the
+// pending create stays.
 func TestResend_ServerWithoutDiscover(t *testing.T) {
-	s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Mcp-Method") == "server/discover" {
-				http.NotFound(w, r)
-				return
+	for _, tt := range []struct {
+		status int
+		kept   bool
+	}{{http.StatusNotFound, false}, {http.StatusBadRequest, true}, {http.StatusBadGateway, true}} {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			s := startServer(t, serverConfig{wrap: func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Header.Get("Mcp-Method") == "server/discover" {
+						http.Error(w, "no", tt.status)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			}})
+			ctx := testContext(t)
+			j := client.MemoryJournal()
+			e := client.Entry{ServerURL: s.url, Tool: "slow_compute", IdempotencyKey: "k", CreatedAt: time.Now()}
+			if err := j.Save(ctx, e); err != nil {
+				t.Fatal(err)
 			}
-			next.ServeHTTP(w, r)
+			// The protocol given: a client that finds it out takes a server
+			// that refuses server/discover for one of 2025-11-25.
+			_, err := newClient(s, &client.Options{Journal: j, ProtocolVersion: client.ProtocolVersion}).Resend(ctx, e)
+			if err == nil || errors.Is(err, client.ErrOutcomeUnknown) == tt.kept {
+				t.Errorf("Resend: %v; want an error, ErrOutcomeUnknown: %v", err, !tt.kept)
+			}
+			if all, _ := j.List(ctx); (len(all) == 1) != tt.kept {
+				t.Errorf("journal: %+v; want the pending create kept: %v", all, tt.kept)
+			}
 		})
-	}})
-	ctx := testContext(t)
-	j := client.MemoryJournal()
-	e := client.Entry{ServerURL: s.url, Tool: "slow_compute", IdempotencyKey: "k", CreatedAt: time.Now()}
-	if err := j.Save(ctx, e); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := newClient(s, &client.Options{Journal: j}).Resend(ctx, e); !errors.Is(err, client.ErrOutcomeUnknown) {
-		t.Errorf("Resend: %v; want ErrOutcomeUnknown", err)
-	}
-	if all, _ := j.List(ctx); len(all) != 0 {
-		t.Errorf("journal: %+v; want the pending create removed", all)
 	}
 }

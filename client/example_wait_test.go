@@ -180,7 +180,8 @@ func ExampleClient_Resend() {
 	defer os.RemoveAll(dir)
 	journal := client.FileJournal(filepath.Join(dir, "journal.json"))
 	ctx := context.Background()
-	// What the first run left: CallTool saves the call before sending it.
+	// The call as the first run left it (its tool, arguments and key):
+	// CallTool saves the call before sending it.
 	err = journal.Save(ctx, client.Entry{ServerURL: url, Tool: "render_video", Args: json.RawMessage(`{"frames":2}`),
 		IdempotencyKey: "5NqkWv0rTq2bG8xYc1dM3w", CreatedAt: time.Now()})
 	if err != nil {

@@ -189,8 +189,9 @@ func (c *Client) Pending(ctx context.Context) ([]Entry, error) {
 // cannot be reached, a question goes unanswered). To a server that does
 // not honour keys it is not sent: e is removed and the error wraps
 // [ErrOutcomeUnknown]. Nor is it sent by a client that speaks 2025-11-25,
-// whose requests carry no key (the error wraps ErrOutcomeUnknown; e
-// stays).
+// whose requests carry no key, or that does not speak the Tasks extension
+// (the error wraps ErrOutcomeUnknown; e stays). [Journal.Remove] drops an
+// entry the program gives up on.
 func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	what := fmt.Sprintf("resend tools/call %s of %s", e.Tool, e.CreatedAt.Format(time.RFC3339))
 	if !e.Pending() || e.ServerURL != c.url || e.IdempotencyKey == "" {
@@ -198,6 +199,9 @@ func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	}
 	if c.opts.Journal == nil {
 		return nil, fmt.Errorf("%s: the client has no journal", what)
+	}
+	if c.noTasks {
+		return nil, fmt.Errorf("%s: %w: the client does not speak the Tasks extension", what, ErrOutcomeUnknown)
 	}
 	if leg, _, err := c.knownProtocol(ctx); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -207,9 +211,6 @@ func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	honours, err := c.honoursKeys(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if c.noTasks {
-		return nil, fmt.Errorf("%s: %w: the client does not speak the Tasks extension", what, ErrOutcomeUnknown)
 	}
 	if !honours {
 		if err := c.opts.Journal.Remove(ctx, e); err != nil {

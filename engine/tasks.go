@@ -112,13 +112,17 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	}
 	if err := e.st.Create(ctx, r); err != nil {
 		var dup *store.DuplicateError
+		lookCtx := context.WithoutCancel(ctx) // the client may have gone: the task may not
+		if claim {
+			lookCtx = claimCtx
+		}
 		switch {
 		case errors.As(err, &dup):
 			if claim {
 				claimed(false)
 			}
 			return e.replay(dup.Task, p)
-		case !e.stored(ctx, r.ID):
+		case !e.stored(lookCtx, r, claim):
 			if claim {
 				claimed(false)
 			}
@@ -139,30 +143,35 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	return r, nil
 }
 
-// stored reports whether the task id, whose insert failed, is stored
+// stored reports whether the task r, whose insert failed, is stored
 // anyway: an insert may be committed and its reply lost (a connection
-// broken after COMMIT). Task ids are random: a task with the id is the
-// one this engine inserted. The store is asked again, with backoff, while
-// it cannot say (it is likely down when the reply was lost), for at most
-// a third of a lease: a task claimed in its create must be started before
-// its lease runs out.
-func (e *Engine) stored(ctx context.Context, id string) bool {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.opts.Lease/3)
+// broken after COMMIT). Task ids are random: a task with r's id is the one
+// this engine inserted. The store is asked again, with backoff, while it
+// cannot say (it is likely down when the reply was lost), until a third of
+// a lease after r's creation (a task claimed in its create must be started
+// before its lease runs out) or until ctx ends: for a claimed create, the
+// claim loop's context, which Shutdown ends.
+func (e *Engine) stored(ctx context.Context, r *task.Record, claimed bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Lease/3-e.now().Sub(r.CreatedAt))
 	defer cancel()
 	for backoff := minStoreBackoff; ; backoff = min(2*backoff, maxStoreBackoff) {
-		_, err := e.st.Get(ctx, id)
+		_, err := e.st.Get(ctx, r.ID)
 		switch {
 		case err == nil:
 			return true
 		case errors.Is(err, store.ErrNotFound):
 			return false
 		}
-		e.log.Warn("find a task whose insert failed; retrying", "task", id, "retry_in", backoff, "err", err)
+		e.log.Debug("could not tell whether a task whose insert failed is stored; asking again", "task", r.ID, "retry_in", backoff, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			e.log.Warn("task whose insert failed not found: if stored, it is taken for lost a lease later", "task", id)
+			msg := "could not tell whether a task whose insert failed is stored: if it is, any worker runs it"
+			if claimed {
+				msg = "could not tell whether a task whose insert failed is stored: if it is, its run is taken for lost a lease later"
+			}
+			e.log.Warn(msg, "task", r.ID, "err", err)
 			return false
 		case <-t.C:
 		}

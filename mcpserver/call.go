@@ -147,7 +147,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 // budget is full.
 func runInline(ctx context.Context, req *mcp.CallToolRequest, caps json.RawMessage, next mcp.MethodHandler) (mcp.Result, error) {
 	if !heldFrom(ctx).stay() {
-		return nil, &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by requests that stay open; try again"}
+		return nil, errStayBusy
 	}
 	res, err := next(ctx, "tools/call", req)
 	return checkRound(req.ProtocolVersion(), caps, "tool "+req.Params.Name, res, err)

@@ -111,7 +111,9 @@ func (h *held) keep(n int64) {
 
 // stay counts what the request holds as a request's that stays (see
 // budget.stay), once, before it stays; it reports false if the half of the
-// budget for such requests is full.
+// budget for such requests is full. It runs before release: on the guard's
+// goroutine, or on go-sdk's handler of the request, which go-sdk's
+// stateless transport waits for before the guard's ServeHTTP returns.
 func (h *held) stay() bool {
 	if h == nil || h.stayed.Load() > 0 {
 		return true
@@ -130,6 +132,10 @@ func (h *held) release() {
 	}
 	h.b.give(h.n.Swap(0))
 }
+
+// errStayBusy refuses a tools/call whose tool would run inline when the
+// requests that stay hold their half of the budget (see budget).
+var errStayBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by running tool calls and open streams; try again"}
 
 // errBusy is the error of a reply that does not fit the budget.
 var errBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes in flight; try again"}

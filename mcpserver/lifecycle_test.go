@@ -195,7 +195,7 @@ func TestInlineCallsLeaveRoom(t *testing.T) {
 		<-started // running, holding its body
 	}
 	resp := call()
-	if rep := resp.reply(t); rep.Error == nil || rep.Error.Code != -32603 || !strings.Contains(rep.Error.Message, "stay open") {
+	if rep := resp.reply(t); rep.Error == nil || rep.Error.Code != -32603 || !strings.Contains(rep.Error.Message, "running tool calls") {
 		t.Errorf("inline call %d beside %d running: HTTP %d %.300s; want -32603 busy", fits+1, fits, resp.status, resp.body)
 	}
 	select {
