@@ -280,10 +280,12 @@ func typedHandler[In, Out any](t *mcp.Tool, in *jsonschema.Resolved, h mcp.ToolH
 		if res == nil {
 			res = &mcp.CallToolResult{}
 		}
-		if out == nil || res.InputRequests != nil {
+		var v any = output
+		if out == nil || res.InputRequests != nil || v == nil {
+			// As go-sdk's: an output of type any left nil is no output
+			// (the handler sets res.StructuredContent itself, if at all).
 			return res, nil
 		}
-		var v any = output
 		if elemZero != nil && reflect.ValueOf(v).IsNil() {
 			v = elemZero // a nil *T is T's zero, not null
 		}

@@ -21,7 +21,7 @@ import (
 
 // proxyTaskTools is the --task-tools of the shared checks: every tool of the
 // upstream but quick_echo.
-const proxyTaskTools = "slow_echo,ask_*,die,fail,rpc_error"
+const proxyTaskTools = "slow_echo,ask_*,die,fail,rpc_error,measure"
 
 // proxyTarget is a proxy in front of one upstream.
 type proxyTarget struct {
@@ -124,7 +124,7 @@ func checkProxy(t *testing.T, tg *proxyTarget) {
 				t.Errorf("tool %s: served %v %v, the upstream has %q %v", name, tl["description"], tl["inputSchema"], u.Description, u.InputSchema)
 			}
 		}
-		if len(names) != len(tg.upstream) || len(names) != 7 {
+		if len(names) != len(tg.upstream) || len(names) != 8 {
 			t.Errorf("the proxy serves %v; the upstream has %d tools", names, len(tg.upstream))
 		}
 		if slices.Contains(names, "serverinfo_echo") || slices.Contains(names, "export_report") {
@@ -200,6 +200,21 @@ func checkProxy(t *testing.T, tg *proxyTarget) {
 		res, _ := got["result"].(map[string]any)
 		if res["isError"] != true || !slices.Equal(contentTexts(res), []string{"fail: something broke"}) {
 			t.Errorf("result %v, want the upstream's tool error", got["result"])
+		}
+	})
+
+	t.Run("structured output", func(t *testing.T) {
+		// The upstream tool declares an output schema: its structuredContent
+		// comes through, as a task's result and at once.
+		id := taskID(t, tg.c.callTool(t, "measure", map[string]any{"text": "four"}))
+		got := tg.c.waitStatus(t, id, "completed", proxyWait)
+		res, _ := got["result"].(map[string]any)
+		if sc, _ := res["structuredContent"].(map[string]any); sc["length"] != 4.0 || res["isError"] == true {
+			t.Errorf("result %v, want the upstream's structuredContent {length: 4}", got["result"])
+		}
+		res = tg.plain.callTool(t, "measure", map[string]any{"text": "three"})
+		if sc, _ := res["structuredContent"].(map[string]any); sc["length"] != 5.0 {
+			t.Errorf("synchronous result %v, want the upstream's structuredContent {length: 5}", res)
 		}
 	})
 

@@ -79,6 +79,11 @@ func text(s string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
 }
 
+// measured is the structured output of the measure tool.
+type measured struct {
+	Length int `json:"length"`
+}
+
 func addTools(s *mcp.Server) {
 	mcp.AddTool(s, &mcp.Tool{Name: "slow_echo", Description: "Sleeps for seconds, then returns text."},
 		func(ctx context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
@@ -91,6 +96,10 @@ func addTools(s *mcp.Server) {
 			}
 			log.Printf("slow_echo: done %s", in.Text)
 			return text(in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "measure", Description: "Returns the length of text as structured output (the tool declares an output schema)."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in quickIn) (*mcp.CallToolResult, measured, error) {
+			return nil, measured{Length: len(in.Text)}, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "quick_echo", Description: "Returns text at once."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in quickIn) (*mcp.CallToolResult, any, error) {
