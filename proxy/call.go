@@ -266,10 +266,16 @@ func (c *upstreamClock) stop() {
 	}
 }
 
-// failure returns the -32603 error that fails a call. upstream, if set, is
-// the upstream's own error, kept in the data.
+// failure returns the -32603 error that fails a call, and logs it. upstream,
+// if set, is the upstream's own error, kept in the data. The upstream URL
+// in an error among args is shown without its secrets (see redact).
 func (p *Proxy) failure(upstream *jsonrpc.Error, format string, args ...any) *jsonrpc.Error {
 	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			e.Message = redact(e.Message, err)
+		}
+	}
 	if upstream != nil {
 		e.Data, _ = json.Marshal(map[string]any{"upstreamError": upstream})
 	}

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -83,11 +84,35 @@ func (u *Upstream) name() string {
 		return filepath.Base(u.Command[0])
 	case u.URL != "":
 		if x, err := url.Parse(u.URL); err == nil {
-			x.User, x.RawQuery, x.Fragment = nil, "", ""
-			return x.String()
+			return withoutSecrets(x)
 		}
 	}
 	return "upstream"
+}
+
+// withoutSecrets returns u without what may carry a secret: its user
+// information, query and fragment.
+func withoutSecrets(u *url.URL) string {
+	x := *u
+	x.User, x.RawQuery, x.ForceQuery, x.Fragment, x.RawFragment = nil, "", false, "", ""
+	return x.String()
+}
+
+// redact returns msg, the text of err or of an error that wraps it,
+// without the URL of a *url.Error in err's chain (net/http's errors carry
+// it, query and all, and wrapping errors copy its text) but as
+// withoutSecrets writes it, so that msg can be shown to clients and
+// logged.
+func redact(msg string, err error) string {
+	var ue *url.Error
+	if !errors.As(err, &ue) || ue.URL == "" {
+		return msg
+	}
+	safe := "(the upstream URL)"
+	if x, perr := url.Parse(ue.URL); perr == nil {
+		safe = withoutSecrets(x)
+	}
+	return strings.ReplaceAll(msg, ue.URL, safe)
 }
 
 // session is one client session with the upstream.
