@@ -30,20 +30,32 @@ type asker struct {
 	log *slog.Logger
 	// clock is paused while a question waits for its answer.
 	clock *upstreamClock
+	// end, if set, ends the upstream call with its cause: once the task
+	// cannot take answers any more (left to another worker), the call
+	// must not go on beside its next run.
+	end context.CancelCauseFunc
 
-	mu  sync.Mutex // one question round at a time (RequestInput's rule)
-	n   int        // questions asked so far in this run: the keys' numbers
-	err error      // the first error that must end the call
+	mu sync.Mutex // one question round at a time (RequestInput's rule)
+	n  int        // questions asked so far in this run: the keys' numbers
+
+	errMu sync.Mutex // apart from mu: the call reads it while a question waits
+	err   error      // the first error that must end the call
 }
+
+// errWithdrawn ends the wait for an answer to an elicitation/create request
+// that the upstream gave up on (it cancelled it, or went away).
+var errWithdrawn = errors.New("the upstream withdrew its question")
 
 // ask asks the questions at once, numbering them in order, and returns
 // their answers in the same order. Outside a task, or when the task's
-// client did not declare elicitation, every question is declined.
-func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
+// client did not declare elicitation, every question is declined. The wait
+// ends when the call does, or when withdrawn (if not nil) is done: the
+// upstream gave up on the question, which does not end the call.
+func (a *asker) ask(withdrawn context.Context, ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.err != nil {
-		return nil, a.err
+	if err := a.failure(); err != nil {
+		return nil, err
 	}
 	keys := make([]string, len(ps))
 	qs := make(map[string]*mcp.ElicitParams, len(ps))
@@ -63,14 +75,28 @@ func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 	if !a.run.InTask() {
 		return declineAll("the call runs inline, outside a task"), nil
 	}
+	ctx := a.ctx
+	if withdrawn != nil {
+		var cancel context.CancelCauseFunc
+		ctx, cancel = context.WithCancelCause(a.ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(withdrawn, func() { cancel(errWithdrawn) })()
+	}
 	a.clock.pause()
-	answers, err := mcpserver.ElicitAll(a.ctx, qs)
+	answers, err := mcpserver.ElicitAll(ctx, qs)
 	a.clock.resume()
 	if errors.Is(err, mcpserver.ErrElicitationNotDeclared) {
 		return declineAll(err.Error()), nil
 	}
+	if err != nil && a.ctx.Err() == nil && errors.Is(context.Cause(ctx), errWithdrawn) {
+		a.log.Info("the upstream withdrew its questions", "task", a.run.ID(), "keys", keys)
+		return nil, errWithdrawn
+	}
 	if err != nil {
-		a.err = err
+		a.fail(err)
+		if a.end != nil {
+			a.end(err)
+		}
 		return nil, err
 	}
 	out := make([]*mcp.ElicitResult, len(ps))
@@ -85,8 +111,8 @@ func (a *asker) ask(ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 // elicit is the client's ElicitationHandler: it answers an
 // elicitation/create request of the upstream (protocol versions before
 // 2026-07-28).
-func (a *asker) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	res, err := a.ask([]*mcp.ElicitParams{req.Params})
+func (a *asker) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	res, err := a.ask(ctx, []*mcp.ElicitParams{req.Params})
 	if err != nil {
 		// The call is ending (cancelled, or its task left to another
 		// worker); call reports a.err, not what the upstream makes of this.
@@ -97,8 +123,8 @@ func (a *asker) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitRe
 
 // fail records err as the error that ends the call, unless one is.
 func (a *asker) fail(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
 	if a.err == nil {
 		a.err = err
 	}
@@ -106,7 +132,7 @@ func (a *asker) fail(err error) {
 
 // failure returns the error that must end the call, if any.
 func (a *asker) failure() error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
+	a.errMu.Lock()
+	defer a.errMu.Unlock()
 	return a.err
 }

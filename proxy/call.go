@@ -44,7 +44,7 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 	defer clock.stop()
 	askCtx, stopAsk := withValuesOf(ctx, callCtx)
 	defer stopAsk()
-	a := &asker{ctx: askCtx, run: run, log: p.log, clock: clock}
+	a := &asker{ctx: askCtx, run: run, log: p.log, clock: clock, end: endCall}
 	s, err := p.connect(callCtx, &mcp.ClientOptions{
 		Logger:             p.log,
 		ElicitationHandler: a.elicit,
@@ -93,7 +93,12 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 			return nil, context.Cause(ctx)
 		}
 		if ferr := a.failure(); ferr != nil {
-			return nil, ferr // the task was released while a question waited
+			// The task was released while a question waited, which ended
+			// the upstream call (asker.end): the upstream hears of it.
+			if err != nil {
+				s.cancelled()
+			}
+			return nil, ferr
 		}
 		if errors.Is(context.Cause(callCtx), errUpstreamTimeout) {
 			s.cancelled()
@@ -155,7 +160,7 @@ func (p *Proxy) answer(a *asker, tool string, reqs mcp.InputRequestMap) (mcp.Inp
 			return nil, p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, methodOf(r), tool)
 		}
 	}
-	answers, err := a.ask(ps)
+	answers, err := a.ask(nil, ps)
 	if err != nil {
 		return nil, err
 	}

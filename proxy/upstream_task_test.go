@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/client"
@@ -347,5 +348,54 @@ func TestProxyTaskUpstream_SyncCancel(t *testing.T) {
 				t.Fatal("the upstream's tool ran on after the proxied task was cancelled")
 			}
 		})
+	}
+}
+
+// TestProxyElicit_Released: a call whose task is released to another worker
+// while the upstream's elicitation/create waits (a drain, under
+// Retry.Rerun) ends its upstream call at once, so that the drain is not
+// held and the upstream's work does not go on beside the re-run. The
+// upstream's tool here keeps working after its question fails, until its
+// call is cancelled.
+func TestProxyElicit_Released(t *testing.T) {
+	stopped, release := make(chan struct{}, 1), make(chan struct{})
+	up := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "0"}, nil)
+	mcp.AddTool(up, &mcp.Tool{Name: "ask_then_work", Description: "Asks, then works until cancelled."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			_, _ = req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+			select {
+			case <-ctx.Done():
+				stopped <- struct{}{}
+			case <-release: // the test failed: let the upstream close
+			}
+			return nil, nil, ctx.Err()
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(hs.Close)
+	t.Cleanup(func() { close(release) }) // before hs.Close
+	c, srv := startProxy(t, hs.URL, client.LegacyProtocolVersion, &proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	cr, err := c.CallTool(ctx, "ask_then_work", nil)
+	if err != nil || cr.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", cr, err)
+	}
+	for st, err := cr.Task.Get(ctx); err != nil || st.Status != task.InputRequired; st, err = cr.Task.Get(ctx) {
+		if ctx.Err() != nil {
+			t.Fatalf("the proxied task did not ask: %+v, %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A drain deadline far off: a call still running at it would be cut
+	// there, and Shutdown would say so.
+	drain, stop := context.WithTimeout(ctx, waitTimeout/2)
+	defer stop()
+	if err := srv.Shutdown(drain); err != nil {
+		t.Fatalf("Shutdown: %v; want the released call ended at once, within the drain", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Error("the upstream's call was not cancelled")
 	}
 }

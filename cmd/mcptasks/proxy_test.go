@@ -124,7 +124,7 @@ func checkProxy(t *testing.T, tg *proxyTarget) {
 				t.Errorf("tool %s: served %v %v, the upstream has %q %v", name, tl["description"], tl["inputSchema"], u.Description, u.InputSchema)
 			}
 		}
-		if len(names) != len(tg.upstream) || len(names) != 8 {
+		if len(names) != len(tg.upstream) || len(names) != 9 {
 			t.Errorf("the proxy serves %v; the upstream has %d tools", names, len(tg.upstream))
 		}
 		if slices.Contains(names, "serverinfo_echo") || slices.Contains(names, "export_report") {
@@ -200,6 +200,21 @@ func checkProxy(t *testing.T, tg *proxyTarget) {
 		res, _ := got["result"].(map[string]any)
 		if res["isError"] != true || !slices.Equal(contentTexts(res), []string{"fail: something broke"}) {
 			t.Errorf("result %v, want the upstream's tool error", got["result"])
+		}
+	})
+
+	t.Run("question withdrawn", func(t *testing.T) {
+		if tg.mrtr {
+			t.Skip("input_required rounds are never withdrawn: the upstream asks with elicitation/create before 2026-07-28")
+		}
+		// The upstream asks, gives up waiting and returns: the task ends
+		// with its result, though its question was never answered.
+		id := taskID(t, tg.c.callTool(t, "ask_briefly", map[string]any{"seconds": 0.5}))
+		tg.c.waitStatus(t, id, "input_required", proxyWait)
+		got := tg.c.waitStatus(t, id, "completed", proxyWait)
+		res, _ := got["result"].(map[string]any)
+		if !slices.Equal(contentTexts(res), []string{"No answer in time"}) {
+			t.Errorf("result %v, want the upstream's", got["result"])
 		}
 	})
 

@@ -117,6 +117,20 @@ func addTools(s *mcp.Server) {
 			}
 			return text(fmt.Sprintf("Hello, %v!", r.Content["name"])), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_briefly", Description: "Asks your name with elicitation/create (sessions before 2026-07-28), gives up after seconds, and says so."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+			Seconds float64 `json:"seconds"`
+		}) (*mcp.CallToolResult, any, error) {
+			ctx, cancel := context.WithTimeout(ctx, time.Duration(in.Seconds*float64(time.Second)))
+			defer cancel()
+			log.Printf("ask_briefly: asking")
+			r, err := req.Session.Elicit(ctx, question("What is your name, quickly?", "name"))
+			if err != nil {
+				log.Printf("ask_briefly: gave up: %v", err)
+				return text("No answer in time"), nil, nil
+			}
+			return text(fmt.Sprintf("Hello, %v!", r.Content["name"])), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask_two", Description: "Asks a name and a colour at once."},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 			name, ok1 := req.Params.InputResponses["a_name"].(*mcp.ElicitResult)
