@@ -121,6 +121,9 @@ type session struct {
 	// cancelSent, for an HTTP upstream, is closed once a
 	// notifications/cancelled has been delivered.
 	cancelSent chan struct{}
+	// cmd is a stdio upstream's process, the leader of its own process
+	// group.
+	cmd *exec.Cmd
 }
 
 // connect opens a session with a new client made with copts.
@@ -150,6 +153,7 @@ func (p *Proxy) connect(ctx context.Context, copts *mcp.ClientOptions) (*session
 		cmd.Stderr = u.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: u.TerminateTimeout}
+		s.cmd = cmd
 	}
 	c := mcp.NewClient(p.opts.ClientInfo, copts)
 	c.AddReceivingMiddleware(refuseUndeclared)
@@ -262,7 +266,18 @@ func (l *messageLimit) Close() error { return l.rc.Close() }
 // close closes the session. For a stdio upstream it waits for the process
 // and returns how it ended if that was not a clean exit (an
 // *exec.ExitError).
-func (s *session) close() error { return s.cs.Close() }
+// close ends the session. A stdio upstream's process has exited once the
+// session's Close returns (go-sdk ends it, in the end with SIGKILL); what
+// it started and left in its process group (the server a wrapper such as
+// "npx" or "sh -c" runs, and its children) is killed then too, so that a
+// hung one does not outlive the call.
+func (s *session) close() error {
+	err := s.cs.Close()
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: none left
+	}
+	return err
+}
 
 func (s *session) protocolVersion() string {
 	if r := s.cs.InitializeResult(); r != nil {

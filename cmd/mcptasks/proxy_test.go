@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/pflag"
@@ -48,6 +52,55 @@ func TestProxy_Stdio(t *testing.T) {
 	t.Run("die", func(t *testing.T) {
 		checkDie(t, tg, `upstream testupstream exited with status 3 during tools/call "die"`)
 	})
+}
+
+// TestProxy_StdioWrapperGroup: a stdio upstream behind a wrapper (as
+// "npx -y …" or "sh -c" run one) leaves what it starts in its process
+// group; once a call's session ends, nothing of that group outlives it,
+// not even a child that ignores the end of its input (here a sleep that
+// each session starts in the background).
+func TestProxy_StdioWrapperGroup(t *testing.T) {
+	bin := buildUpstream(t)
+	pids := filepath.Join(t.TempDir(), "pids")
+	wrapper := fmt.Sprintf(`sleep 300 & echo $! >> %s; exec %s`, shellQuote(pids), shellQuote(bin))
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", "slow_echo", "--upstream", "--", "sh", "-c", wrapper)
+	c := &rpc{url: p.url, tasks: true}
+	id := taskID(t, c.callTool(t, "slow_echo", map[string]any{"text": "wrapped", "seconds": 0.01}))
+	c.waitStatus(t, id, "completed", proxyWait)
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := strings.Fields(string(b))
+	if len(started) < 2 { // the session that listed the tools, and the call's
+		t.Fatalf("sessions started %d sleeps: %v", len(started), started)
+	}
+	for _, s := range started {
+		pid, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The call's session has ended once its result is stored; its
+		// sleep was killed then, but is reaped by init a moment later.
+		deadline := time.Now().Add(proxyWait)
+		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process %d, started in an upstream session's group, outlived the session", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// zombie reports whether pid is a process that has exited and waits to
+// be reaped.
+func zombie(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	_, after, ok := strings.Cut(string(b), ") ")
+	return ok && strings.HasPrefix(after, "Z")
 }
 
 // TestProxy_UpstreamTimeout checks --upstream-timeout with an upstream
