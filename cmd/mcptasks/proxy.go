@@ -165,7 +165,7 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 			if err != nil {
 				return nil, fmt.Errorf("--upstream-url: %w", err)
 			}
-			up.HTTPClient = &http.Client{Transport: &headerTransport{h: h, host: u.Host, rt: http.DefaultTransport}}
+			up.HTTPClient = &http.Client{Transport: &headerTransport{h: h, scheme: u.Scheme, host: u.Host, rt: http.DefaultTransport}}
 		}
 	case len(args) > 0:
 		return nil, fmt.Errorf("unexpected arguments %q: put --upstream before the upstream command", args)
@@ -236,17 +236,19 @@ func anyTool(tools []*mcp.Tool, glob string) bool {
 }
 
 // headerTransport adds --upstream-header headers to every request to the
-// upstream's host, and to no other: a redirect elsewhere must not carry
-// the upstream's credentials (net/http drops its own Authorization on
-// one; this transport would add it again).
+// upstream's host, with the upstream's scheme, and to no other: a redirect
+// elsewhere, or to plain http, must not carry the upstream's credentials
+// (net/http drops its own Authorization on one; this transport would add
+// it again).
 type headerTransport struct {
-	h    http.Header
-	host string // the upstream URL's host[:port]
-	rt   http.RoundTripper
+	h      http.Header
+	scheme string // the upstream URL's
+	host   string // the upstream URL's host[:port]
+	rt     http.RoundTripper
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Host != t.host {
+	if r.URL.Host != t.host || r.URL.Scheme != t.scheme {
 		return t.rt.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())

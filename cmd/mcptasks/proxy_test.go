@@ -459,7 +459,7 @@ func TestProxy_Usage(t *testing.T) {
 // only, not to another that a redirect names.
 func TestHeaderTransport(t *testing.T) {
 	var got http.Header
-	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer secret"}}, host: "up.example:9000",
+	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer secret"}}, scheme: "https", host: "up.example:9000",
 		rt: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			got = r.Header
 			return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody, Request: r}, nil
@@ -468,9 +468,10 @@ func TestHeaderTransport(t *testing.T) {
 		url  string
 		want string
 	}{
-		{"http://up.example:9000/mcp", "Bearer secret"},
-		{"http://elsewhere.example/mcp", ""},
-		{"http://up.example/mcp", ""}, // another port: another server
+		{"https://up.example:9000/mcp", "Bearer secret"},
+		{"https://elsewhere.example/mcp", ""},
+		{"https://up.example/mcp", ""},     // another port: another server
+		{"http://up.example:9000/mcp", ""}, // a redirect to plain http: not in the clear
 	} {
 		req, _ := http.NewRequest("POST", c.url, nil)
 		if _, err := rt.RoundTrip(req); err != nil {
