@@ -417,7 +417,7 @@ func TestProxy_UpstreamHeader(t *testing.T) {
 	var got http.Header
 	hs := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got = r.Header.Clone() }))
 	defer hs.Close()
-	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer s3cret"}}, host: strings.TrimPrefix(hs.URL, "http://"), rt: http.DefaultTransport}
+	rt := &headerTransport{h: http.Header{"Authorization": {"Bearer s3cret"}}, scheme: "http", host: strings.TrimPrefix(hs.URL, "http://"), rt: http.DefaultTransport}
 	req, _ := http.NewRequest("GET", hs.URL, nil)
 	req.Header.Set("Authorization", "Bearer other")
 	resp, err := (&http.Client{Transport: rt}).Do(req)
