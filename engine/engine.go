@@ -31,6 +31,7 @@ const (
 	DefaultSweepBatch    = 500
 	DefaultSuspendAfter  = 5 * time.Second
 	DefaultMaxHeld       = 100
+	DefaultMaxHolding    = 256
 )
 
 // ErrNotFound is returned for a task that does not exist, has expired, or
@@ -78,6 +79,15 @@ type Options struct {
 	// at the peak of a burst; holding pays off only for an answer within
 	// SuspendAfter, as a re-run after it is cheap.
 	MaxHeld int
+	// MaxHolding bounds the handlers of tools that hold (Tool.Hold, or not
+	// re-runnable) that wait for input without a worker slot
+	// (DefaultMaxHolding if zero; negative means none give their slot up).
+	// Such a handler holds what a re-run could not rebuild (a command
+	// tool's process, a proxied call's upstream session) for as long as
+	// the person takes; past MaxHolding of them, one that waits keeps its
+	// worker slot, so that what it holds counts among the Workers and new
+	// tasks wait for a free slot, rather than each starting one more.
+	MaxHolding int
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired
 	// (DefaultClaimInterval if zero).
@@ -127,6 +137,7 @@ type Engine struct {
 	draining chan struct{} // closed by Shutdown
 	slots    chan struct{} // one token per running handler
 	held     chan struct{} // one token per handler holding while it waits for input
+	holding  chan struct{} // one token per handler of a tool that holds, waiting without a worker slot
 	idle     chan job      // to a runner waiting for its next job (unbuffered)
 
 	mu      sync.Mutex
@@ -164,6 +175,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	o.DefaultPollInterval = or(o.DefaultPollInterval, DefaultPollInterval)
 	o.SuspendAfter = or(o.SuspendAfter, DefaultSuspendAfter)
 	o.MaxHeld = or(o.MaxHeld, DefaultMaxHeld)
+	o.MaxHolding = or(o.MaxHolding, DefaultMaxHolding)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -199,6 +211,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	e.slots = make(chan struct{}, max(o.Workers, 0))
 	e.idle = make(chan job)
 	e.held = make(chan struct{}, max(o.MaxHeld, 0))
+	e.holding = make(chan struct{}, max(o.MaxHolding, 0))
 	return e, nil
 }
 

@@ -141,6 +141,17 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		default:
 		}
 	}
+	// A handler of a tool that holds gives its worker slot up while it
+	// waits, if fewer than MaxHolding such handlers do; else it keeps it.
+	keepSlot := false
+	if hold && !x.tool.suspends() {
+		select {
+		case e.holding <- struct{}{}:
+			defer func() { <-e.holding }()
+		default:
+			keepSlot = true
+		}
+	}
 	defer func() {
 		if err == nil && !x.slot {
 			select { // take a slot back before running on
@@ -187,7 +198,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		if !hold { // the write that stored the requests suspended the task
 			return nil, r.suspended()
 		}
-		if x.slot {
+		if x.slot && !keepSlot {
 			x.slot = false
 			e.freeSlot() // waiting for a person must not hold a worker slot
 		}

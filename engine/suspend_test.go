@@ -400,3 +400,55 @@ func TestSuspendedAnsweredBeforeLeft(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxHolding: handlers of a tool that holds give their worker slot up
+// while they wait for input only up to MaxHolding at once; past it one
+// that waits keeps its slot, so that a new task waits for a free slot
+// instead of starting one more held process, and starts once an answer
+// frees one.
+func TestMaxHolding(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var runs atomic.Int32
+		tool := &Tool{Name: "hold", Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			runs.Add(1)
+			answers, err := run.RequestInput(ctx, asks("k"), "Need k")
+			if err != nil {
+				return nil, err
+			}
+			return answers["k"], nil
+		}}
+		e := startEngine(t, st, []*Tool{tool}, Options{Workers: 2, MaxHolding: 1})
+		synctest.Wait()
+		var ids []string
+		for range 4 {
+			ids = append(ids, create(t, e, "hold").ID)
+		}
+		synctest.Wait()
+		// One gave its slot up (MaxHolding 1), two keep theirs: one task
+		// (whichever found no free slot) waits.
+		if n := runs.Load(); n != 3 {
+			t.Fatalf("%d handlers ran, want 3 (2 workers, 1 holding without a slot)", n)
+		}
+		var waiting, asked []string
+		for _, id := range ids {
+			if r := get(t, st, id); r.Status == task.Working && r.Attempt == 0 {
+				waiting = append(waiting, id)
+			} else {
+				asked = append(asked, id)
+			}
+		}
+		if len(waiting) != 1 {
+			t.Fatalf("%d tasks wait for a slot, want 1", len(waiting))
+		}
+		for _, id := range asked {
+			update(t, e, id, map[string]string{"k": accept("K")})
+		}
+		synctest.Wait()
+		if n := runs.Load(); n != 4 {
+			t.Errorf("%d handlers ran after three answers, want 4", n)
+		}
+		wantStatus(t, st, asked[0], task.Completed)
+		wantStatus(t, st, waiting[0], task.InputRequired)
+	})
+}

@@ -37,7 +37,8 @@ type Tool struct {
 	// Hold keeps a handler that waits for input running, with its lease
 	// and heartbeat, instead of suspending it after Options.SuspendAfter
 	// (or at once past Options.MaxHeld, which such handlers do not count
-	// against): for handlers that must not be run again from the start
+	// against; Options.MaxHolding bounds them instead): for handlers that
+	// must not be run again from the start
 	// while a person answers, such as a command tool's running process or
 	// a proxied call that holds an upstream session. A tool whose
 	// Retry.Rerun is false always holds.

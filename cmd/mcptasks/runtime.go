@@ -40,6 +40,7 @@ type runFlags struct {
 	lease        time.Duration
 	suspendAfter time.Duration
 	maxHeld      int
+	maxHolding   int
 	drainTimeout time.Duration
 	demoStep     time.Duration
 	demo         bool
@@ -55,6 +56,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
 	fl.IntVar(&f.maxHeld, "max-held", engine.DefaultMaxHeld, "how many tasks of re-runnable tools may wait for input holding a handler and its lease at once (for up to --suspend-after); a task that asks while as many hold is suspended at once; 0 suspends every one at once")
+	fl.IntVar(&f.maxHolding, "max-holding", engine.DefaultMaxHolding, "how many tasks of tools that hold (command tools, proxied calls: their process or upstream session stays) may wait for input without taking a worker; past it a task that waits keeps its worker, and new tasks wait for a free one; 0: every one keeps its worker")
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks and requests get, together, to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
@@ -161,6 +163,9 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if f.drainTimeout < 0 {
 		return nil, usageError("--drain-timeout must be 0 (cancel at once) or more, got %s", f.drainTimeout)
 	}
+	if f.maxHolding < 0 {
+		return nil, usageError("--max-holding must be 0 (none) or more, got %d", f.maxHolding)
+	}
 	if f.maxHeld < 0 {
 		return nil, usageError("--max-held must be 0 (none) or more, got %d", f.maxHeld)
 	}
@@ -215,7 +220,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	}
 	srv := mcpserver.New(&mcp.Implementation{Name: "mcptasks", Version: version}, &mcpserver.Options{
 		Store:             st,
-		Engine:            &engine.Options{Workers: zeroIsNone(f.workers), Lease: f.lease, SuspendAfter: zeroIsNone(f.suspendAfter), MaxHeld: zeroIsNone(f.maxHeld)},
+		Engine:            &engine.Options{Workers: zeroIsNone(f.workers), Lease: f.lease, SuspendAfter: zeroIsNone(f.suspendAfter), MaxHeld: zeroIsNone(f.maxHeld), MaxHolding: zeroIsNone(f.maxHolding)},
 		ServerOptions:     ts.serverOptions,
 		MaxBodyBytes:      o.maxBody,
 		MaxInflightBytes:  o.maxInflight,
