@@ -74,7 +74,7 @@ type Options struct {
 	// suspended at once, by the same store write that records its request,
 	// so that a burst of tasks that ask costs neither memory nor an extra
 	// write per task. Handlers of tools that hold (Tool.Hold) or may not
-	// be re-run do not count: they hold however many wait. Each handler
+	// be re-run do not count: MaxHolding bounds those. Each handler
 	// that holds keeps about 30 KiB, which the collector's GOGC multiplies
 	// at the peak of a burst; holding pays off only for an answer within
 	// SuspendAfter, as a re-run after it is cheap.
