@@ -177,7 +177,6 @@ func TestCreateClaims_LostReply(t *testing.T) {
 		blips int  // Gets that fail while the engine looks for the task
 	}{{"NotRerun", "", false, 0}, {"Key", "k", false, 0}, {"Folded", "", true, 0}, {"StoreBlips", "", false, 3}} {
 		t.Run(tt.name, func(t *testing.T) {
-			key := tt.key
 			bubble(t, func(t *testing.T) {
 				st := &faultStore{Store: newMem()}
 				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
@@ -190,7 +189,7 @@ func TestCreateClaims_LostReply(t *testing.T) {
 				synctest.Wait()
 				st.loseCreate.Store(1)
 				st.blipGet.Store(int32(tt.blips))
-				r, err := e.Create(bg, CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal, IdempotencyKey: key})
+				r, err := e.Create(bg, CreateParams{Tool: "once", Args: json.RawMessage(`{}`), Principal: principal, IdempotencyKey: tt.key})
 				if err != nil {
 					t.Fatalf("Create with its reply lost after the commit: %v; want the task, found stored", err)
 				}
