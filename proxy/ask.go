@@ -49,8 +49,9 @@ var errWithdrawn = errors.New("the upstream withdrew its question")
 // ask asks the questions at once, numbering them in order, and returns
 // their answers in the same order. Outside a task, or when the task's
 // client did not declare elicitation, every question is declined. The wait
-// ends when the call does, or when withdrawn (if not nil) is done: the
-// upstream gave up on the question, which does not end the call.
+// ends when the call does, or when withdrawn is done (the request that
+// asked, for questions that can be withdrawn; else context.Background()):
+// the upstream gave up on the question, which does not end the call.
 func (a *asker) ask(withdrawn context.Context, ps []*mcp.ElicitParams) ([]*mcp.ElicitResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -75,13 +76,9 @@ func (a *asker) ask(withdrawn context.Context, ps []*mcp.ElicitParams) ([]*mcp.E
 	if !a.run.InTask() {
 		return declineAll("the call runs inline, outside a task"), nil
 	}
-	ctx := a.ctx
-	if withdrawn != nil {
-		var cancel context.CancelCauseFunc
-		ctx, cancel = context.WithCancelCause(a.ctx)
-		defer cancel(nil)
-		defer context.AfterFunc(withdrawn, func() { cancel(errWithdrawn) })()
-	}
+	ctx, cancel := context.WithCancelCause(a.ctx)
+	defer cancel(nil)
+	defer context.AfterFunc(withdrawn, func() { cancel(errWithdrawn) })()
 	a.clock.pause()
 	answers, err := mcpserver.ElicitAll(ctx, qs)
 	a.clock.resume()

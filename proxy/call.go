@@ -160,7 +160,7 @@ func (p *Proxy) answer(a *asker, tool string, reqs mcp.InputRequestMap) (mcp.Inp
 			return nil, p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, methodOf(r), tool)
 		}
 	}
-	answers, err := a.ask(nil, ps)
+	answers, err := a.ask(context.Background(), ps)
 	if err != nil {
 		return nil, err
 	}

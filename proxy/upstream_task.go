@@ -84,7 +84,7 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		}
 		q := *req.Elicit
 		q.Meta = nil // the upstream's related-task names a task this task's client does not know
-		answers, err := a.ask(nil, []*mcp.ElicitParams{&q})
+		answers, err := a.ask(context.Background(), []*mcp.ElicitParams{&q})
 		if err != nil {
 			return nil, err
 		}
