@@ -211,7 +211,10 @@ func (w *cancelWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 		w.once.Do(func() { close(w.sent) })
 	}
 	if resp != nil && resp.Body != nil {
-		resp.Body = &messageLimit{rc: resp.Body, max: maxUpstreamMessage}
+		// A blank line ends an SSE event; in any other reply (one JSON
+		// message) it is only whitespace, and the whole body counts.
+		sse := strings.HasPrefix(strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))), "text/event-stream")
+		resp.Body = &messageLimit{rc: resp.Body, max: maxUpstreamMessage, whole: !sse}
 	}
 	return resp, err
 }
@@ -227,13 +230,14 @@ const maxUpstreamMessage = mcp.DefaultMaxLineLength
 var errMessageTooLarge = fmt.Errorf("a message from the upstream is larger than %d bytes", maxUpstreamMessage)
 
 // messageLimit reads an HTTP upstream's reply body, and fails once one
-// message (the bytes since the last blank line, which ends an SSE event)
-// passes max bytes.
+// message (the bytes since the last blank line, which ends an SSE event;
+// the whole body if whole) passes max bytes.
 type messageLimit struct {
-	rc   io.ReadCloser
-	max  int
-	n    int  // bytes of the current message
-	last byte // the byte before the current one: two newlines end an event
+	rc    io.ReadCloser
+	max   int
+	whole bool // not an SSE stream: one message
+	n     int  // bytes of the current message
+	last  byte // the byte before the current one: two newlines end an event
 }
 
 func (l *messageLimit) Read(p []byte) (int, error) {
@@ -246,7 +250,7 @@ func (l *messageLimit) Read(p []byte) (int, error) {
 	n, err := l.rc.Read(p)
 	for _, c := range p[:n] {
 		switch {
-		case c == '\n' && l.last == '\n':
+		case c == '\n' && l.last == '\n' && !l.whole:
 			l.n = 0
 		case c != '\r':
 			l.n++
