@@ -189,7 +189,7 @@ func TestCLI_Errors(t *testing.T) {
 		{"AnswerNoResponses", []string{"answer", "x", "--json", "{}"}, exitUsage, "--json: no responses"},
 		{"NegativeSuspendAfter", []string{"serve", "--store", "memory:", "--suspend-after", "-1s"}, exitUsage, "--suspend-after must be 0 (at once) or more, got -1s"},
 		{"NegativeMaxHeld", []string{"serve", "--store", "memory:", "--max-held", "-1"}, exitUsage, "--max-held must be 0 (none) or more, got -1"},
-		{"NegativeMaxHolding", []string{"serve", "--store", "memory:", "--max-holding", "-1"}, exitUsage, "--max-holding must be 0 (none) or more, got -1"},
+		{"NegativeMaxHolding", []string{"proxy", "--store", "memory:", "--max-holding", "-1", "--upstream", "x"}, exitUsage, "--max-holding must be 0 (none) or more, got -1"},
 		{"NegativeDrainTimeout", []string{"serve", "--store", "memory:", "--drain-timeout", "-5s"}, exitUsage, "--drain-timeout must be 0 (cancel at once) or more, got -5s"},
 		{"NegativeMinPollInterval", []string{"serve", "--store", "memory:", "--min-poll-interval", "-1s"}, exitUsage, "--min-poll-interval must be 0 (no limit) or more, got -1s"},
 		{"MinPollIntervalAboveSuggested", []string{"serve", "--store", "memory:", "--listen", "127.0.0.1:0", "--min-poll-interval", "3s"}, exitUsage, "MinPollInterval 3s is longer than the poll interval 1s"},

@@ -145,36 +145,46 @@ func gcSettings(getenv func(string) string, cacheBytes, inflightBytes int64) (pe
 	return percent, limit
 }
 
-// newRuntime validates f and builds the runtime.
-func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime, err error) {
+// check refuses flag values that no runtime can take (a usage error).
+func (f *runFlags) check() error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return nil, usageError("--log-level: %w", err)
+		return usageError("--log-level: %w", err)
 	}
 	if f.workers < 0 {
-		return nil, usageError("--workers must be 0 or more, got %d", f.workers)
+		return usageError("--workers must be 0 or more, got %d", f.workers)
 	}
 	if f.lease < 30*time.Millisecond {
-		return nil, usageError("--lease must be at least 30ms, got %s", f.lease)
+		return usageError("--lease must be at least 30ms, got %s", f.lease)
 	}
 	if f.suspendAfter < 0 {
-		return nil, usageError("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
+		return usageError("--suspend-after must be 0 (at once) or more, got %s", f.suspendAfter)
 	}
 	if f.drainTimeout < 0 {
-		return nil, usageError("--drain-timeout must be 0 (cancel at once) or more, got %s", f.drainTimeout)
+		return usageError("--drain-timeout must be 0 (cancel at once) or more, got %s", f.drainTimeout)
 	}
 	if f.maxHolding < 0 {
-		return nil, usageError("--max-holding must be 0 (none) or more, got %d", f.maxHolding)
+		return usageError("--max-holding must be 0 (none) or more, got %d", f.maxHolding)
 	}
 	if f.maxHeld < 0 {
-		return nil, usageError("--max-held must be 0 (none) or more, got %d", f.maxHeld)
+		return usageError("--max-held must be 0 (none) or more, got %d", f.maxHeld)
 	}
 	if f.cacheBytes <= 0 {
-		return nil, usageError("--cache-bytes must be positive, got %d", f.cacheBytes)
+		return usageError("--cache-bytes must be positive, got %d", f.cacheBytes)
 	}
 	if f.demoStep <= 0 {
-		return nil, usageError("--demo-step must be positive, got %s", f.demoStep)
+		return usageError("--demo-step must be positive, got %s", f.demoStep)
 	}
+	return nil
+}
+
+// newRuntime validates f and builds the runtime.
+func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime, err error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(f.logLevel)) // checked
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	percent, limit := gcSettings(os.Getenv, f.cacheBytes, o.maxInflight)
 	if percent >= 0 {

@@ -93,6 +93,9 @@ process once their lease expires.`,
 // check refuses flag values serve cannot run with; proxy calls it before
 // it connects to its upstream.
 func (f *serveFlags) check() error {
+	if err := f.runFlags.check(); err != nil {
+		return err
+	}
 	if f.maxBodyBytes <= 0 {
 		return usageError("--max-body-bytes must be positive, got %d", f.maxBodyBytes)
 	}
