@@ -45,7 +45,8 @@ var ErrUnknownTool = errors.New("engine: unknown tool")
 type Options struct {
 	// Workers bounds the number of handlers running at once
 	// (DefaultWorkers if zero). Handlers parked waiting for input do not
-	// count against it. A handler holds its slot while it waits for the
+	// count against it (those of tools that hold, up to MaxHolding: see
+	// there). A handler holds its slot while it waits for the
 	// store (its question, its status, its steps), so the default is
 	// sized for handlers that wait rather than compute: with 16, the
 	// handlers of a burst of tasks that ask at once ran at two thirds of
@@ -80,13 +81,16 @@ type Options struct {
 	// SuspendAfter, as a re-run after it is cheap.
 	MaxHeld int
 	// MaxHolding bounds the handlers of tools that hold (Tool.Hold, or not
-	// re-runnable) that wait for input without a worker slot
-	// (DefaultMaxHolding if zero; negative means none give their slot up).
-	// Such a handler holds what a re-run could not rebuild (a command
-	// tool's process, a proxied call's upstream session) for as long as
-	// the person takes; past MaxHolding of them, one that waits keeps its
-	// worker slot, so that what it holds counts among the Workers and new
-	// tasks wait for a free slot, rather than each starting one more.
+	// re-runnable) that give their worker slot up while they wait for
+	// input (DefaultMaxHolding if zero; negative means none do). Such a
+	// handler holds what a re-run could not rebuild (a command tool's
+	// process, a proxied call's upstream session) for as long as the
+	// person takes. One of MaxHolding tokens takes its slot's place until
+	// its run ends, so that once answered it runs on at once; past
+	// MaxHolding, one that waits keeps its worker slot, so that what it
+	// holds counts among the Workers and new tasks wait for a free slot,
+	// rather than each starting one more. Such handlers are at most
+	// Workers + MaxHolding.
 	MaxHolding int
 	// ClaimInterval is how often idle workers look for work that no
 	// in-process signal announced, such as tasks whose lease expired

@@ -102,7 +102,8 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // Keys must be unique for the task's life: a key that was answered before,
 // in this run or an earlier one, returns its stored answer at once and is
 // not asked again. While it waits, the task is input_required and the
-// handler does not hold a worker slot. A handler must not call RequestInput
+// handler does not hold a worker slot (a handler of a tool that holds
+// does not, up to Options.MaxHolding of them). A handler must not call RequestInput
 // from several goroutines at once.
 //
 // A handler of a tool that suspends ([Tool.Hold]) waits so for at most
@@ -142,18 +143,22 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 	}
 	// A handler of a tool that holds gives its worker slot up while it
-	// waits, if fewer than MaxHolding such handlers do; else it keeps it.
+	// waits if it can take one of MaxHolding tokens, which it keeps, in the
+	// slot's place, until its run ends: answered, it runs on at once, never
+	// waiting for a slot behind handlers whose questions are not answered
+	// (Workers + MaxHolding bound such handlers). Without a token it keeps
+	// its slot.
 	keepSlot := false
-	if hold && !x.tool.suspends() {
+	if !x.tool.suspends() && !x.holding {
 		select {
 		case e.holding <- struct{}{}:
-			defer func() { <-e.holding }()
+			x.holding = true
 		default:
 			keepSlot = true
 		}
 	}
 	defer func() {
-		if err == nil && !x.slot {
+		if err == nil && !x.slot && !x.holding {
 			select { // take a slot back before running on
 			case e.slots <- struct{}{}:
 				x.slot = true

@@ -452,3 +452,29 @@ func TestMaxHolding(t *testing.T) {
 		wantStatus(t, st, waiting[0], task.InputRequired)
 	})
 }
+
+// TestMaxHolding_AnsweredRunsOn: a handler that gave its slot up for a
+// MaxHolding token runs on at once when answered, though every worker
+// slot is kept by handlers whose questions are not answered.
+func TestMaxHolding_AnsweredRunsOn(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		tool := &Tool{Name: "hold", Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			answers, err := run.RequestInput(ctx, asks("k"), "Need k")
+			if err != nil {
+				return nil, err
+			}
+			return answers["k"], nil
+		}}
+		e := startEngine(t, st, []*Tool{tool}, Options{Workers: 1, MaxHolding: 1})
+		synctest.Wait()
+		first := create(t, e, "hold").ID
+		synctest.Wait() // it asked, and gave its slot up for the token
+		second := create(t, e, "hold").ID
+		synctest.Wait() // it asked, and keeps the one slot
+		wantStatus(t, st, second, task.InputRequired)
+		update(t, e, first, map[string]string{"k": accept("K")})
+		synctest.Wait()
+		wantStatus(t, st, first, task.Completed)
+	})
+}

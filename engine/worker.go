@@ -36,6 +36,7 @@ type execution struct {
 	input    chan struct{}   // buffered(1): answers may have arrived
 	parked   <-chan struct{} // closed by Shutdown: release if parked
 	slot     bool            // holds a worker slot; guarded by being used by one goroutine
+	holding  bool            // holds a MaxHolding token instead (a tool that holds); as slot
 	span     trace.Span      // the run's span; records nothing without tracing
 	waiting  atomic.Bool     // the handler waits in RequestInput
 	held     time.Time       // the lease as last extended; guarded by Engine.mu
@@ -255,6 +256,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 	defer func() {
 		if x.slot {
 			e.freeSlot()
+		}
+		if x.holding {
+			<-e.holding
 		}
 	}()
 	t := e.tools[c.Tool]

@@ -58,6 +58,9 @@ func (a *asker) ask(withdrawn context.Context, ps []*mcp.ElicitParams) ([]*mcp.E
 	if err := a.failure(); err != nil {
 		return nil, err
 	}
+	if withdrawn.Err() != nil { // while an earlier question waited
+		return nil, errWithdrawn
+	}
 	keys := make([]string, len(ps))
 	qs := make(map[string]*mcp.ElicitParams, len(ps))
 	for i, p := range ps {

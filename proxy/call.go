@@ -278,7 +278,7 @@ func (p *Proxy) failure(upstream *jsonrpc.Error, format string, args ...any) *js
 	e := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf(format, args...)}
 	for _, a := range args {
 		if err, ok := a.(error); ok {
-			e.Message = redact(e.Message, err)
+			e.Message = p.up.redact(e.Message, err)
 		}
 	}
 	if upstream != nil {

@@ -143,7 +143,7 @@ func New(ctx context.Context, up *Upstream, opts *Options) (*Proxy, error) {
 	p.name = p.up.name()
 	s, err := p.connect(ctx, &mcp.ClientOptions{Logger: p.log, Capabilities: &mcp.ClientCapabilities{}})
 	if err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", p.name, err)
+		return nil, fmt.Errorf("upstream %s: %w", p.name, p.up.redacted(err))
 	}
 	defer s.close()
 	if r := s.cs.InitializeResult(); r != nil {
@@ -151,7 +151,7 @@ func New(ctx context.Context, up *Upstream, opts *Options) (*Proxy, error) {
 	}
 	for t, err := range s.cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, fmt.Errorf("upstream %s: tools/list: %w", p.name, err)
+			return nil, fmt.Errorf("upstream %s: tools/list: %w", p.name, p.up.redacted(err))
 		}
 		p.tools = append(p.tools, t)
 	}

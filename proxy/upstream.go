@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,21 +99,53 @@ func withoutSecrets(u *url.URL) string {
 	return x.String()
 }
 
-// redact returns msg, the text of err or of an error that wraps it,
-// without the URL of a *url.Error in err's chain (net/http's errors carry
-// it, query and all, and wrapping errors copy its text) but as
-// withoutSecrets writes it, so that msg can be shown to clients and
-// logged.
-func redact(msg string, err error) string {
+// redact returns msg, the text of an error, with every URL that may carry a
+// secret written as withoutSecrets writes it, so that msg can be shown to
+// clients and logged: the upstream URL (go-sdk's errors flatten the
+// net/http errors that carry it, query and all), and the URL of a
+// *url.Error in err's chain, if err is not nil (a redirect's target).
+func (u *Upstream) redact(msg string, err error) string {
+	urls := []string{u.URL}
 	var ue *url.Error
-	if !errors.As(err, &ue) || ue.URL == "" {
-		return msg
+	if errors.As(err, &ue) {
+		urls = append(urls, ue.URL)
 	}
-	safe := "(the upstream URL)"
-	if x, perr := url.Parse(ue.URL); perr == nil {
-		safe = withoutSecrets(x)
+	for _, raw := range urls {
+		x, perr := url.Parse(raw)
+		if raw == "" || perr != nil {
+			continue
+		}
+		safe := withoutSecrets(x)
+		quoted := strconv.Quote(raw)
+		// As given, as %q writes it (url.Error does), and as url.URL
+		// writes it (with the password shown as "xxxxx" or not).
+		for _, form := range []string{raw, quoted[1 : len(quoted)-1], x.String(), x.Redacted()} {
+			if form != safe {
+				msg = strings.ReplaceAll(msg, form, safe)
+			}
+		}
 	}
-	return strings.ReplaceAll(msg, ue.URL, safe)
+	return msg
+}
+
+// redactedError is an error whose text is redacted (see redact).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redacted returns err with its text redacted, nil if err is nil.
+func (u *Upstream) redacted(err error) error {
+	if err == nil {
+		return nil
+	}
+	if msg := u.redact(err.Error(), err); msg != err.Error() {
+		return &redactedError{msg: msg, err: err}
+	}
+	return err
 }
 
 // session is one client session with the upstream.
@@ -152,6 +185,9 @@ func (p *Proxy) connect(ctx context.Context, copts *mcp.ClientOptions) (*session
 		cmd := exec.Command(u.Command[0], u.Command[1:]...)
 		cmd.Stderr = u.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		// A child left in the group may keep a Stderr pipe open (when
+		// Stderr is not a file): Wait does not wait for it past this.
+		cmd.WaitDelay = time.Second
 		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: u.TerminateTimeout}
 		s.cmd = cmd
 	}
@@ -267,17 +303,16 @@ func (l *messageLimit) Read(p []byte) (int, error) {
 
 func (l *messageLimit) Close() error { return l.rc.Close() }
 
-// close closes the session. For a stdio upstream it waits for the process
+// close ends the session. For a stdio upstream it waits for the process
 // and returns how it ended if that was not a clean exit (an
-// *exec.ExitError).
-// close ends the session. A stdio upstream's process has exited once the
-// session's Close returns (go-sdk ends it, in the end with SIGKILL); what
-// it started and left in its process group (the server a wrapper such as
-// "npx" or "sh -c" runs, and its children) is killed then too, so that a
-// hung one does not outlive the call.
+// *exec.ExitError). The process has exited once the session's Close
+// returns (go-sdk ends it, in the end with SIGKILL); what it started and
+// left in its process group (the server a wrapper such as "npx" or "sh -c"
+// runs, and its children) is killed then too, so that a hung one does not
+// outlive the call.
 func (s *session) close() error {
 	err := s.cs.Close()
-	if s.cmd != nil && s.cmd.Process != nil {
+	if s.cmd != nil && s.cmd.Process != nil && s.cmd.Process.Pid > 0 {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: none left
 	}
 	return err

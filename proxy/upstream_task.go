@@ -29,7 +29,7 @@ func (p *Proxy) probeTasks(ctx context.Context) {
 	defer p.closeClient(ctx, c)
 	serves, err := c.ServesTasks(ctx)
 	if err != nil {
-		p.log.Debug("upstream task support unknown; calling it plainly", "upstream", p.name, "err", err)
+		p.log.Debug("upstream task support unknown; calling it plainly", "upstream", p.name, "err", p.up.redacted(err))
 		return
 	}
 	if serves {
@@ -58,7 +58,7 @@ func (p *Proxy) closeClient(ctx context.Context, c *client.Client) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
 	defer cancel()
 	if err := c.Close(ctx); err != nil {
-		p.log.Debug("closing the upstream session", "upstream", p.name, "err", err)
+		p.log.Debug("closing the upstream session", "upstream", p.name, "err", p.up.redacted(err))
 	}
 }
 
@@ -110,7 +110,7 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 	if err != nil && !errors.As(err, &te) { // the upstream's task did not end
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
 		if cerr := cr.Task.Cancel(cctx); cerr != nil {
-			p.log.Warn("cancelling the upstream's task", "upstream_task", cr.Task.ID, "err", cerr)
+			p.log.Warn("cancelling the upstream's task", "upstream_task", cr.Task.ID, "err", p.up.redacted(cerr))
 		}
 		cancel()
 	}

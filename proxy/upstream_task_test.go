@@ -393,9 +393,9 @@ func TestProxyElicit_Released(t *testing.T) {
 	if err := srv.Shutdown(drain); err != nil {
 		t.Fatalf("Shutdown: %v; want the released call ended at once, within the drain", err)
 	}
-	select {
+	select { // go-sdk delivers the cancel from a goroutine of its own
 	case <-stopped:
-	default:
+	case <-ctx.Done():
 		t.Error("the upstream's call was not cancelled")
 	}
 }
