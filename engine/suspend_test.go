@@ -409,25 +409,17 @@ func TestSuspendedAnsweredBeforeLeft(t *testing.T) {
 func TestMaxHolding(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		st := newMem()
-		var runs atomic.Int32
-		tool := &Tool{Name: "hold", Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			runs.Add(1)
-			answers, err := run.RequestInput(ctx, asks("k"), "Need k")
-			if err != nil {
-				return nil, err
-			}
-			return answers["k"], nil
-		}}
-		e := startEngine(t, st, []*Tool{tool}, Options{Workers: 2, MaxHolding: 1})
+		var s suspender
+		e := startEngine(t, st, []*Tool{s.tool(true)}, Options{Workers: 2, MaxHolding: 1})
 		synctest.Wait()
 		var ids []string
 		for range 4 {
-			ids = append(ids, create(t, e, "hold").ID)
+			ids = append(ids, create(t, e, "ask").ID)
 		}
 		synctest.Wait()
 		// One gave its slot up (MaxHolding 1), two keep theirs: one task
 		// (whichever found no free slot) waits.
-		if n := runs.Load(); n != 3 {
+		if n := s.runs.Load(); n != 3 {
 			t.Fatalf("%d handlers ran, want 3 (2 workers, 1 holding without a slot)", n)
 		}
 		var waiting, asked []string
@@ -445,7 +437,7 @@ func TestMaxHolding(t *testing.T) {
 			update(t, e, id, map[string]string{"k": accept("K")})
 		}
 		synctest.Wait()
-		if n := runs.Load(); n != 4 {
+		if n := s.runs.Load(); n != 4 {
 			t.Errorf("%d handlers ran after three answers, want 4", n)
 		}
 		wantStatus(t, st, asked[0], task.Completed)
@@ -459,18 +451,12 @@ func TestMaxHolding(t *testing.T) {
 func TestMaxHolding_AnsweredRunsOn(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		st := newMem()
-		tool := &Tool{Name: "hold", Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			answers, err := run.RequestInput(ctx, asks("k"), "Need k")
-			if err != nil {
-				return nil, err
-			}
-			return answers["k"], nil
-		}}
-		e := startEngine(t, st, []*Tool{tool}, Options{Workers: 1, MaxHolding: 1})
+		var s suspender
+		e := startEngine(t, st, []*Tool{s.tool(true)}, Options{Workers: 1, MaxHolding: 1})
 		synctest.Wait()
-		first := create(t, e, "hold").ID
+		first := create(t, e, "ask").ID
 		synctest.Wait() // it asked, and gave its slot up for the token
-		second := create(t, e, "hold").ID
+		second := create(t, e, "ask").ID
 		synctest.Wait() // it asked, and keeps the one slot
 		wantStatus(t, st, second, task.InputRequired)
 		update(t, e, first, map[string]string{"k": accept("K")})

@@ -250,6 +250,17 @@ func waitUpstream(t *testing.T, st store.Lister, tool, label string, status task
 	}
 }
 
+// waitAsked waits until the proxied task tk is input_required.
+func waitAsked(t *testing.T, ctx context.Context, tk *client.Task) {
+	t.Helper()
+	for st, err := tk.Get(ctx); err != nil || st.Status != task.InputRequired; st, err = tk.Get(ctx) {
+		if ctx.Err() != nil {
+			t.Fatalf("the proxied task did not ask: %+v, %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestProxyTaskUpstream_Released: a call released to another worker while
 // the upstream's question waits (a drain, under Retry.Rerun) cancels the
 // upstream's task, which a re-run would otherwise leave running beside the
@@ -263,12 +274,7 @@ func TestProxyTaskUpstream_Released(t *testing.T) {
 	if err != nil || cr.Task == nil {
 		t.Fatalf("CallTool: %+v, %v", cr, err)
 	}
-	for st, err := cr.Task.Get(ctx); err != nil || st.Status != task.InputRequired; st, err = cr.Task.Get(ctx) {
-		if ctx.Err() != nil {
-			t.Fatalf("the proxied task did not ask: %+v, %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitAsked(t, ctx, cr.Task)
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -380,12 +386,7 @@ func TestProxyElicit_Released(t *testing.T) {
 	if err != nil || cr.Task == nil {
 		t.Fatalf("CallTool: %+v, %v", cr, err)
 	}
-	for st, err := cr.Task.Get(ctx); err != nil || st.Status != task.InputRequired; st, err = cr.Task.Get(ctx) {
-		if ctx.Err() != nil {
-			t.Fatalf("the proxied task did not ask: %+v, %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitAsked(t, ctx, cr.Task)
 	// A drain deadline far off: a call still running at it would be cut
 	// there, and Shutdown would say so.
 	drain, stop := context.WithTimeout(ctx, waitTimeout/2)
