@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -39,3 +40,39 @@ func TestMessageLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelWatchBoundsReplies: the transport of an HTTP upstream bounds
+// its replies by message: a JSON reply whole, blank lines in it or not; an
+// SSE stream event by event.
+func TestCancelWatchBoundsReplies(t *testing.T) {
+	chunk := strings.Repeat("x", 1<<20) + "\n\n" // blank lines: only between SSE events do they end a message
+	big := strings.Repeat(chunk, maxUpstreamMessage/len(chunk)+1)
+	for _, tt := range []struct {
+		contentType string
+		fail        bool
+	}{
+		{"application/json", true},
+		{"text/event-stream; charset=utf-8", false},
+		{"Text/Event-Stream", false},
+	} {
+		t.Run(tt.contentType, func(t *testing.T) {
+			w := &cancelWatch{sent: make(chan struct{}), rt: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {tt.contentType}},
+					Body: io.NopCloser(strings.NewReader(big)), Request: r}, nil
+			})}
+			req, _ := http.NewRequest(http.MethodGet, "http://up/mcp", nil)
+			resp, err := w.RoundTrip(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.Copy(io.Discard, resp.Body)
+			if got := errors.Is(err, errMessageTooLarge); got != tt.fail {
+				t.Errorf("reading %d bytes: %v; want a too-large error: %v", len(big), err, tt.fail)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
