@@ -129,7 +129,7 @@ func (e *Engine) createFolded(ctx, claimCtx context.Context, done func(started b
 	}
 	t.Stop()
 	<-p.done // inserted by the handler's write, if it came first
-	if p.err != nil && !e.stored(claimCtx, r, true) {
+	if p.err != nil && !e.stored(ctx, claimCtx, r) {
 		return nil, p.err
 	}
 	return created, nil

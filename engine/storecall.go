@@ -38,13 +38,22 @@ func (r *Run) storeCall(ctx context.Context, op string, call func(ctx context.Co
 			return context.Cause(ctx)
 		}
 		r.e.log.Warn("store call failed; retrying", "op", op, "task", r.ID(), "attempt", r.Attempt(), "retry_in", backoff, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backOff(ctx, &backoff) {
 			return context.Cause(ctx)
-		case <-t.C:
 		}
-		backoff = min(2*backoff, maxStoreBackoff)
+	}
+}
+
+// backOff waits *d, or until ctx is done, and reports whether it waited
+// *d; the next wait is twice as long, up to maxStoreBackoff.
+func backOff(ctx context.Context, d *time.Duration) bool {
+	t := time.NewTimer(*d)
+	defer t.Stop()
+	*d = min(2**d, maxStoreBackoff)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }

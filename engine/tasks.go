@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -112,25 +111,19 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 	}
 	if err := e.st.Create(ctx, r); err != nil {
 		var dup *store.DuplicateError
-		lookCtx := context.WithoutCancel(ctx) // the client may have gone: the task may not
-		if claim {
-			lookCtx = claimCtx
-		}
-		switch {
-		case errors.As(err, &dup):
+		isDup := errors.As(err, &dup)
+		// Not stored for all this engine can tell: else created as if the
+		// insert had said so (claimed, only this engine can run it before
+		// its lease runs out and the run is taken for lost).
+		if isDup || !e.stored(ctx, claimCtx, r) {
 			if claim {
 				claimed(false)
 			}
-			return e.replay(dup.Task, p)
-		case !e.stored(lookCtx, r, claim):
-			if claim {
-				claimed(false)
+			if isDup {
+				return e.replay(dup.Task, p)
 			}
 			return nil, fmt.Errorf("engine: create task: %w", err)
 		}
-		// Stored anyway: created as if the insert had said so. Claimed,
-		// only this engine can run it before its lease runs out and the
-		// run is taken for lost.
 	}
 	e.obs.TaskCreated(p.Tool)
 	if claim {
@@ -149,13 +142,18 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 // this engine inserted. The store is asked again, with backoff, while it
 // cannot say (it is likely down when the reply was lost), until a third of
 // a lease after r's creation (a task claimed in its create must be started
-// before its lease runs out) or until ctx ends: for a claimed create, the
-// claim loop's context, which Shutdown ends.
-func (e *Engine) stored(ctx context.Context, r *task.Record, claimed bool) bool {
-	ctx, cancel := context.WithTimeout(ctx, e.opts.Lease/3-e.now().Sub(r.CreatedAt))
+// before its lease runs out), and for a task claimed in its create (claimCtx
+// not nil) while the claim loop runs (Shutdown ends it); not while ctx runs,
+// which the client may have left while the task stays.
+func (e *Engine) stored(ctx, claimCtx context.Context, r *task.Record) bool {
+	look := claimCtx
+	if look == nil {
+		look = context.WithoutCancel(ctx)
+	}
+	look, cancel := context.WithTimeout(look, e.opts.Lease/3-e.now().Sub(r.CreatedAt))
 	defer cancel()
-	for backoff := minStoreBackoff; ; backoff = min(2*backoff, maxStoreBackoff) {
-		_, err := e.st.Get(ctx, r.ID)
+	for backoff := minStoreBackoff; ; {
+		_, err := e.st.Get(look, r.ID)
 		switch {
 		case err == nil:
 			return true
@@ -163,17 +161,13 @@ func (e *Engine) stored(ctx context.Context, r *task.Record, claimed bool) bool 
 			return false
 		}
 		e.log.Debug("could not tell whether a task whose insert failed is stored; asking again", "task", r.ID, "retry_in", backoff, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backOff(look, &backoff) {
 			msg := "could not tell whether a task whose insert failed is stored: if it is, any worker runs it"
-			if claimed {
+			if claimCtx != nil {
 				msg = "could not tell whether a task whose insert failed is stored: if it is, its run is taken for lost a lease later"
 			}
 			e.log.Warn(msg, "task", r.ID, "err", err)
 			return false
-		case <-t.C:
 		}
 	}
 }

@@ -42,7 +42,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			want = min(r.ContentLength, want)
 		}
 		if !h.take(want) {
-			writeBusy(w)
+			writeBusy(w, nil, "Server busy: too many request bytes in flight; try again")
 			return
 		}
 		defer h.release()

@@ -140,8 +140,9 @@ var errStayBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy:
 // errBusy is the error of a reply that does not fit the budget.
 var errBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes in flight; try again"}
 
-// writeBusy refuses a request whose body does not fit the budget.
-func writeBusy(w http.ResponseWriter) {
+// writeBusy refuses a request (id, nil before its body is read) that does
+// not fit the budget: HTTP 503, Retry-After and -32603 with msg.
+func writeBusy(w http.ResponseWriter, id []byte, msg string) {
 	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusServiceUnavailable, nil, codeInternalError, "Server busy: too many request bytes in flight; try again")
+	writeError(w, http.StatusServiceUnavailable, id, codeInternalError, msg)
 }

@@ -97,8 +97,7 @@ func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen 
 		return false
 	}
 	if !h.stay() {
-		w.Header().Set("Retry-After", "1")
-		writeError(w, http.StatusServiceUnavailable, id, codeInternalError, "Server busy: too many open streams; try again")
+		writeBusy(w, id, "Server busy: too many open streams; try again")
 		return false
 	}
 	return true

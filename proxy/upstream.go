@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -249,8 +250,8 @@ func (w *cancelWatch) RoundTrip(r *http.Request) (*http.Response, error) {
 	if resp != nil && resp.Body != nil {
 		// A blank line ends an SSE event; in any other reply (one JSON
 		// message) it is only whitespace, and the whole body counts.
-		sse := strings.HasPrefix(strings.ToLower(strings.TrimSpace(resp.Header.Get("Content-Type"))), "text/event-stream")
-		resp.Body = &messageLimit{rc: resp.Body, max: maxUpstreamMessage, whole: !sse}
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		resp.Body = &messageLimit{rc: resp.Body, max: maxUpstreamMessage, whole: mt != "text/event-stream"}
 	}
 	return resp, err
 }
