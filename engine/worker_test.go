@@ -229,6 +229,10 @@ func TestWorkerPoolBound(t *testing.T) {
 		}
 
 		close(release)
+		// The others end before the answer comes: answered, a handler of a
+		// tool that holds runs on with its MaxHolding token, beside the
+		// Workers (TestMaxHolding_AnsweredRunsOn), and would count here.
+		synctest.Wait()
 		update(t, e, parked, map[string]string{"k": accept("yes")})
 		synctest.Wait()
 		for _, id := range ids {
