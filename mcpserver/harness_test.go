@@ -160,7 +160,7 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return &testClient{base: hs.URL, http: hs.Client()}
+	return &testClient{base: hs.URL, http: hs.Client(), srv: srv}
 }
 
 // startReplicas starts cfg.replicas servers (at least one) on one store.
@@ -180,6 +180,7 @@ func startReplicas(t *testing.T, cfg serverConfig) []*testClient {
 type testClient struct {
 	base string
 	http *http.Client
+	srv  *mcpserver.Server
 }
 
 // rawRequest is one HTTP request as a transcript spells it.

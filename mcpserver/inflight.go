@@ -5,21 +5,26 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // DefaultMaxInflightBytes bounds the bytes that the requests handled at
 // once hold, unless Options say otherwise: their bodies, and the tasks
-// that tasks/get replies carry.
+// that replies and notices carry (tasks/get, a 2025-11-25 tasks/result,
+// notifications/tasks).
 const DefaultMaxInflightBytes = 64 << 20
 
 // budget is the bytes that all the requests handled at once may hold:
-// each one takes its body's size before it reads it and, for tasks/get,
-// the task's size before it encodes the reply, and gives both back when it
-// is done. A request that does not fit is refused at once (HTTP 503 with
+// each one takes its body's size before it reads it and, for a reply that
+// carries a task (tasks/get, a 2025-11-25 tasks/result), the task's size
+// before it encodes the reply, and gives both back when it is done. A
+// request that does not fit is refused at once (HTTP 503 with
 // Retry-After before its body is read; a -32603 "busy" error for a reply):
-// waiting would hold the memory the budget is for.
+// waiting would hold the memory the budget is for. A task subscription's
+// notice takes its size while it is written; one that does not fit is
+// not kept but made again after busyRetry.
 //
 // A request that stays (a stream: a subscriptions/listen, a 2025-11-25
 // tasks/result; a tools/call that runs its tool inline, for as long as the
@@ -136,6 +141,10 @@ func (h *held) release() {
 // errStayBusy refuses a tools/call whose tool would run inline when the
 // requests that stay hold their half of the budget (see budget).
 var errStayBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by running tool calls and open streams; try again"}
+
+// busyRetry is how soon a task subscription tries again a notice that
+// did not fit the budget.
+const busyRetry = 250 * time.Millisecond
 
 // errBusy is the error of a reply that does not fit the budget.
 var errBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes in flight; try again"}

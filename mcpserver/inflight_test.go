@@ -19,6 +19,7 @@ import (
 	"github.com/mcptasks/mcptasks/internal/mcptest"
 	"github.com/mcptasks/mcptasks/mcpserver"
 	"github.com/mcptasks/mcptasks/store/memory"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // TestMaxInflightBytes checks the budget of bytes in flight, through the
@@ -141,5 +142,126 @@ func TestMaxInflightBytes(t *testing.T) {
 				time.Sleep(time.Millisecond)
 			}
 		})
+	}
+}
+
+// holdInflight makes a request that holds n bytes of c's in-flight budget
+// while its body arrives (it never does), and returns once the server
+// holds them; the bytes are given back when the test ends or release is
+// called.
+func holdInflight(t *testing.T, c *testClient, n int64) (release func()) {
+	t.Helper()
+	before := mcpserver.InflightBytes(c.srv)
+	addr := strings.TrimPrefix(c.base, "http://")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: %d\r\n\r\n{", addr, n); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); mcpserver.InflightBytes(c.srv) < before+n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("in-flight bytes: %d, want %d more than %d", mcpserver.InflightBytes(c.srv), n, before)
+		}
+	}
+	return func() { conn.Close() }
+}
+
+// registerBlob adds the tool "blob", whose task waits until release is
+// closed (if not nil) and ends with a text result of size bytes.
+func registerBlob(size int, release <-chan struct{}) func(*mcpserver.Server) error {
+	return func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "blob"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				if release != nil {
+					select {
+					case <-release:
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					}
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", size)}}}, nil, nil
+			})
+	}
+}
+
+// TestLegacyResult_HeldInBudget: the result that a 2025-11-25
+// tasks/result reply carries comes out of the in-flight budget as that of
+// tasks/get does: while other requests hold what it needs, tasks/result
+// gets -32603 busy, and the result once they are done (before, any number
+// of such replies held their results beyond the budget, each one written
+// to a client that need not read it).
+func TestLegacyResult_HeldInBudget(t *testing.T) {
+	t.Parallel()
+	const budget, size = 1 << 20, 600 << 10
+	c := startServer(t, serverConfig{maxInflightBytes: budget, maxBodyBytes: 512 << 10, register: registerBlob(size, nil)})
+	s := initialize(t, c, "")
+	id := s.callTask(`{"name":"blob","arguments":{},"task":{}}`)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(string(s.call("tasks/get", `{"taskId":"`+id+`"}`).raw), `"completed"`); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not complete within 10 s")
+		}
+	}
+	result := `{"taskId":"` + id + `"}`
+	release := holdInflight(t, c, 500<<10)
+	if rep := s.call("tasks/result", result); rep.Error == nil || !strings.Contains(rep.Error.Message, "Server busy") {
+		t.Errorf("tasks/result of a %d-byte result beside 500 KiB in flight (budget 1 MiB): %.200s; want -32603 busy", size, rep.raw)
+	}
+	release()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		rep := s.call("tasks/result", result)
+		if rep.Error == nil && len(rep.Result) > size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks/result once the budget is free: %.200s", rep.raw)
+		}
+	}
+}
+
+// TestListen_NoticeHeldInBudget: a task subscription's notice carries the
+// task's result and comes out of the in-flight budget while it is
+// written: one that does not fit waits, and is sent once the budget has
+// room (before, notices were written whatever the budget).
+func TestListen_NoticeHeldInBudget(t *testing.T) {
+	t.Parallel()
+	const budget, size = 1 << 20, 600 << 10
+	st := memory.New()
+	release := make(chan struct{})
+	c := startServer(t, serverConfig{store: st, maxInflightBytes: budget, maxBodyBytes: 512 << 10, register: registerBlob(size, release)})
+	id := c.createTask(t, "", "blob", `{}`)
+	s := c.listen(t, "", 1, id)
+	if ack := decodeListen(t, s.next(t)); ack.Method != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("want the acknowledgement first, got %+v", ack)
+	}
+	free := holdInflight(t, c, 500<<10)
+	close(release)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if r, err := st.Get(t.Context(), id); err == nil && r.Status == task.Completed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the task did not complete within 10 s")
+		}
+	}
+	// Past a retry or two, nothing has come: the notice does not fit.
+	for quiet := time.After(600 * time.Millisecond); ; {
+		select {
+		case line := <-s.lines:
+			if strings.HasPrefix(line, "data: ") {
+				t.Fatalf("a notice of a %d-byte result beside 500 KiB in flight (budget 1 MiB) was sent: %.200s", size, line)
+			}
+			continue
+		case <-quiet:
+		}
+		break
+	}
+	free()
+	m := decodeListen(t, s.next(t))
+	if m.Params.Status != "completed" || len(m.Params.Result) < size {
+		t.Fatalf("want the completed notice with its result once the budget is free, got status %q and %d bytes of result", m.Params.Status, len(m.Params.Result))
 	}
 }

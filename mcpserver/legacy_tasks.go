@@ -157,6 +157,12 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			last, delay = seen, legacyResultPollMin
 		}
 		if r.Status.Terminal() {
+			// The reply carries the result: held until it is written, as
+			// the result of tasks/get is.
+			if !lr.held.take(r.Size()) {
+				reply("error", errBusy)
+				return
+			}
 			res, rpcErr := r.LegacyResult()
 			switch {
 			case res != nil:

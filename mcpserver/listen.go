@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -225,6 +227,53 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
+	// A notice carries the task's result: it comes out of the in-flight
+	// budget while it is written. One that does not fit waits, unsent,
+	// for the next news or for retry, whichever comes first.
+	var retry <-chan time.Time
+	// notify sends a notice for each of the tasks ids (nil: every watched
+	// one) that changed since the client last saw it.
+	notify := func(ids []string) error {
+		if ids == nil {
+			ids = slices.Collect(maps.Keys(watched))
+		}
+		for _, id := range ids {
+			wt := watched[id]
+			if wt == nil {
+				continue
+			}
+			r, err := s.eraTask(ctx, methodListen, c.principal, id, false)
+			if errors.Is(err, errTaskNotFound) { // expired: dropped without a word
+				delete(watched, id)
+				continue
+			}
+			if err != nil { // read again at the next news (a resync comes while the store is down)
+				continue
+			}
+			notice := noticeOf(meta, r)
+			st := sha256.Sum256(notice) // what the client saw last, by the notice it got
+			if st == wt.state {
+				continue
+			}
+			n := int64(len(notice))
+			if !s.inflight.take(n) {
+				if retry == nil {
+					retry = time.After(busyRetry)
+				}
+				continue
+			}
+			err = writeSSE(sw, notice)
+			s.inflight.give(n)
+			if err != nil {
+				return err
+			}
+			wt.state = st
+			if r.Status.Terminal() {
+				delete(watched, id)
+			}
+		}
+		return nil
+	}
 	for len(watched) > 0 {
 		select {
 		case <-ctx.Done():
@@ -241,36 +290,15 @@ func (s *Server) listen(ctx context.Context, c *listenCall) (complete bool, err 
 		case <-news:
 			ids, all := take()
 			if all {
-				ids = ids[:0]
-				for id := range watched {
-					ids = append(ids, id)
-				}
+				ids = nil
 			}
-			for _, id := range ids {
-				wt := watched[id]
-				if wt == nil {
-					continue
-				}
-				r, err := s.eraTask(ctx, methodListen, c.principal, id, false)
-				if errors.Is(err, errTaskNotFound) { // expired: dropped without a word
-					delete(watched, id)
-					continue
-				}
-				if err != nil { // read again at the next news (a resync comes while the store is down)
-					continue
-				}
-				notice := noticeOf(meta, r)
-				st := sha256.Sum256(notice) // what the client saw last, by the notice it got
-				if st == wt.state {
-					continue
-				}
-				wt.state = st
-				if r.Status.Terminal() {
-					delete(watched, id)
-				}
-				if err := writeSSE(sw, notice); err != nil {
-					return false, err
-				}
+			if err := notify(ids); err != nil {
+				return false, err
+			}
+		case <-retry:
+			retry = nil
+			if err := notify(nil); err != nil {
+				return false, err
 			}
 		}
 	}

@@ -71,7 +71,7 @@ process once their lease expires.`,
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "`address` to listen on; the MCP endpoint is /mcp")
 	fl.StringVar(&f.authTokens, "auth-tokens", "", "`file` of \"TOKEN PRINCIPAL\" lines; requests must then send Authorization: Bearer TOKEN and see only their principal's tasks (default: no auth, one local principal)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", mcpserver.DefaultMaxBodyBytes, "largest request body accepted; larger ones get HTTP 413")
-	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", mcpserver.DefaultMaxInflightBytes, "most bytes the requests handled at once may hold, across all connections (their bodies, and the tasks tasks/get replies carry); a request past it gets HTTP 503 with Retry-After, or -32603, and is retried by clients")
+	fl.Int64Var(&f.maxInflightBytes, "max-inflight-bytes", mcpserver.DefaultMaxInflightBytes, "most bytes the requests handled at once may hold, across all connections (their bodies, and the tasks that replies and notices carry); a request past it gets HTTP 503 with Retry-After, or -32603, and is retried by clients")
 	fl.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "a client must send its request headers within this time, or the connection is closed")
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
