@@ -2,12 +2,19 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/mcptasks/mcptasks/mcpserver"
+	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/store/memory"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -133,6 +140,36 @@ func TestAuth_Unauthenticated(t *testing.T) {
 	_, rep = c.getTask(t, "tokA", id)
 	if now := canonical(t, rep.Result); now != before {
 		t.Errorf("task changed by unauthenticated requests:\nwas: %s\nnow: %s", before, now)
+	}
+}
+
+// TestAuth_NoUserID: a request that an authenticating wrapper let in
+// without naming its user (go-sdk's TokenInfo.UserID is optional) gets
+// HTTP 500 on every route, and no task is made: before, every such
+// request was the one local principal, so each user of such a verifier
+// could read, answer and cancel the others' tasks.
+func TestAuth_NoUserID(t *testing.T) {
+	t.Parallel()
+	st := memory.New()
+	c := startServer(t, serverConfig{store: st, verifier: func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if token != "tokA" {
+			return nil, auth.ErrInvalidToken
+		}
+		return &auth.TokenInfo{Scopes: []string{"tasks"}, Expiration: time.Now().Add(time.Hour)}, nil
+	}})
+	for _, tc := range []struct{ method, name, body string }{
+		{"tools/call", "slow_compute", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`},
+		{"tasks/get", task.NewID(), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"_meta":$META,"taskId":"x"}}`},
+		{"tools/list", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META}}`},
+	} {
+		resp := c.rpc(t, "tokA", tc.method, tc.name, strings.Replace(tc.body, `"x"`, `"`+tc.name+`"`, 1))
+		rep := resp.reply(t)
+		if resp.status != http.StatusInternalServerError || rep.Error == nil || !strings.Contains(rep.Error.Message, "names no user") {
+			t.Errorf("%s with a token that names no user: HTTP %d %.200s; want 500 and -32603", tc.method, resp.status, resp.body)
+		}
+	}
+	if page, err := st.List(t.Context(), store.ListParams{Limit: 10}); err != nil || len(page.Tasks) != 0 {
+		t.Errorf("tasks made by requests without a principal: %v %v", page, err)
 	}
 }
 

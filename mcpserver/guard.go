@@ -14,7 +14,8 @@ import (
 )
 
 // guard checks what go-sdk does not, before anything else runs: the
-// request's Origin (else HTTP 403, see checkOrigin), the limits on the work
+// request's Origin (else HTTP 403, see checkOrigin), its principal (an
+// empty one gets HTTP 500: see Options.Principal), the limits on the work
 // a body may cause (limits.go), the Mcp-Name header of
 // tasks/get, tasks/update and tasks/cancel, which must equal params.taskId
 // (else HTTP 400 and -32020), and a body that is not one JSON-RPC message
@@ -24,6 +25,13 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refused := s.checkOrigin(r); refused != "" {
 			writeError(w, http.StatusForbidden, nil, codeInvalidRequest, refused)
+			return
+		}
+		if s.httpPrincipal(r) == "" {
+			// Authenticated, but as nobody: with no principal to bind its
+			// tasks to, the request is not served.
+			s.log.Error("refused a request without a principal: its TokenInfo has no UserID, or Options.Principal returned \"\"")
+			writeError(w, http.StatusInternalServerError, nil, codeInternalError, "The server cannot tell who sends this request: its authentication names no user")
 			return
 		}
 		if r.Method != http.MethodPost || r.Body == nil {

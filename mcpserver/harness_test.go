@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 
@@ -69,6 +70,9 @@ type serverConfig struct {
 	maxBodyBytes, maxInflightBytes int64
 	// tokens, if set, wraps the handler with tokens.RequireBearer.
 	tokens mcpserver.Tokens
+	// verifier, if set, wraps the handler with go-sdk's
+	// auth.RequireBearerToken.
+	verifier auth.TokenVerifier
 	// noFastPath serves tasks/* through go-sdk.
 	noFastPath bool
 	// tracerProvider traces the server and the engine (no tracing if nil).
@@ -148,6 +152,9 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 	var h http.Handler = srv.Handler()
 	if cfg.tokens != nil {
 		h = cfg.tokens.RequireBearer(h)
+	}
+	if cfg.verifier != nil {
+		h = auth.RequireBearerToken(cfg.verifier, nil)(h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

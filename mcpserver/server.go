@@ -85,7 +85,10 @@ type Options struct {
 	ServerOptions *mcp.ServerOptions
 	// Principal names who makes a request; tasks are bound to it. The
 	// default is the authenticated user (the UserID of the request's
-	// TokenInfo), or [LocalPrincipal] for unauthenticated requests.
+	// TokenInfo), or [LocalPrincipal] for unauthenticated requests. It must
+	// not return "": the HTTP handler refuses a request without a
+	// principal (HTTP 500), as the default has none for an authenticated
+	// request whose TokenInfo has no UserID.
 	Principal func(extra *mcp.RequestExtra) string
 	// MaxBodyBytes bounds request bodies (DefaultMaxBodyBytes if zero).
 	MaxBodyBytes int64
@@ -337,8 +340,12 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
+// defaultPrincipal is the TokenInfo's UserID of an authenticated request,
+// LocalPrincipal for the others. An authenticated request without a
+// UserID has none (""), and is refused: it must not act as the one local
+// principal, on every unauthenticated request's tasks.
 func defaultPrincipal(extra *mcp.RequestExtra) string {
-	if extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "" {
+	if extra != nil && extra.TokenInfo != nil {
 		return extra.TokenInfo.UserID
 	}
 	return LocalPrincipal
