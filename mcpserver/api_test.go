@@ -498,6 +498,54 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// TestMux_OriginChecks: every route of Mux, whatever the method, refuses
+// a browser of another origin and a request under a rebound Host name
+// with HTTP 403, and serves programs (before, /healthz, /readyz and
+// /metrics answered a DNS-rebinding page, and a GET or OPTIONS of /mcp
+// got go-sdk's 405 instead of 403).
+func TestMux_OriginChecks(t *testing.T) {
+	t.Parallel()
+	srv := mcpserver.New(&mcp.Implementation{Name: "t", Version: "0"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: -1}})
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	hs := httptest.NewServer(srv.Mux()) // a loopback listener
+	t.Cleanup(hs.Close)
+	for _, route := range []struct{ method, path string }{
+		{"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/metrics"}, {"GET", "/mcp"}, {"OPTIONS", "/mcp"}, {"HEAD", "/mcp"},
+	} {
+		for _, tc := range []struct {
+			name   string
+			header map[string]string
+			host   string
+			want   int
+		}{
+			{"program", nil, "", 0},
+			{"same-origin page", map[string]string{"Sec-Fetch-Site": "same-origin"}, "", 0},
+			{"another origin", map[string]string{"Origin": "https://evil.example"}, "", http.StatusForbidden},
+			{"cross-site fetch", map[string]string{"Sec-Fetch-Site": "cross-site"}, "", http.StatusForbidden},
+			{"rebound Host", nil, "evil.example", http.StatusForbidden},
+		} {
+			req, _ := http.NewRequestWithContext(t.Context(), route.method, hs.URL+route.path, nil)
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if tc.host != "" {
+				req.Host = tc.host
+			}
+			resp, err := hs.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if refused := resp.StatusCode == http.StatusForbidden; refused != (tc.want == http.StatusForbidden) {
+				t.Errorf("%s %s, %s: HTTP %d; want 403: %v", route.method, route.path, tc.name, resp.StatusCode, tc.want == http.StatusForbidden)
+			}
+		}
+	}
+}
+
 // unpingable is a store whose Ping fails with an error that names what a
 // driver's error names: the database, its user and address.
 type unpingable struct{ store.Store }

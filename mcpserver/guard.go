@@ -22,11 +22,7 @@ import (
 // gets a JSON-RPC error body, not plain text. Every other request passes
 // through untouched. The body is read once, bounded, and handed on.
 func (s *Server) guard(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refused := s.checkOrigin(r); refused != "" {
-			writeError(w, http.StatusForbidden, nil, codeInvalidRequest, refused)
-			return
-		}
+	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.httpPrincipal(r) == "" {
 			// Authenticated, but as nobody: with no principal to bind its
 			// tasks to, the request is not served.
@@ -147,7 +143,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		rw := &replyWriter{ResponseWriter: w}
 		next.ServeHTTP(rw, r)
 		rw.finish(msg.ID)
-	})
+	}))
 }
 
 // serveTaskListen serves a task subscription: it checks its ids and the

@@ -15,9 +15,10 @@ import (
 const readyTimeout = 2 * time.Second
 
 // HealthHandler answers "ok" while the process serves HTTP at all: a
-// liveness check (/healthz).
+// liveness check (/healthz). Like every handler of the server, it is
+// behind the Host and Origin checks (see Protect).
 func (s *Server) HealthHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
 }
 
 // ReadyHandler answers "ready" when the server may take requests: it has
@@ -26,7 +27,7 @@ func (s *Server) HealthHandler() http.Handler {
 // saying why (a store's error is logged, not sent: /readyz answers anyone),
 // so that a load balancer sends requests elsewhere (/readyz).
 func (s *Server) ReadyHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case s.eng.Load() == nil:
 			http.Error(w, "not started", http.StatusServiceUnavailable)
@@ -48,7 +49,7 @@ func (s *Server) ReadyHandler() http.Handler {
 			}
 		}
 		fmt.Fprintln(w, "ready")
-	})
+	}))
 }
 
 // MetricsHandler serves the server's Prometheus metrics (/metrics): the
@@ -57,7 +58,7 @@ func (s *Server) ReadyHandler() http.Handler {
 // scrape counts the live tasks in the store (at most once every 5 s), so
 // at most two are served at once; more get HTTP 503.
 func (s *Server) MetricsHandler() http.Handler {
-	return promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 2})
+	return s.Protect(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 2}))
 }
 
 // Mux returns a mux serving the MCP endpoint at /mcp and the operational

@@ -31,17 +31,41 @@ func newCrossOrigin(allowed []string) *http.CrossOriginProtection {
 	return cop
 }
 
+// Protect returns h behind the checks that every request to the server
+// passes first (see Options.AllowedOrigins): a request that reached a
+// loopback listener under a Host that is not a loopback name, or that a
+// browser sent from another origin, gets HTTP 403. Handler and the
+// operational handlers are behind them already; Protect is for what is
+// served beside them, such as an authenticating wrapper of Handler, which
+// must not answer a page of another origin, even with a 401.
+func (s *Server) Protect(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if refused := s.checkOrigin(r); refused != "" {
+			writeError(w, http.StatusForbidden, nil, codeInvalidRequest, refused)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // checkOrigin refuses what a web page may send but the server must not
 // serve, the defence against DNS rebinding and cross-site requests
 // (TASKS-SPEC §2.12): a request that reached a loopback listener under a
 // Host that is not a loopback name (as go-sdk refuses it), and a browser
-// request from an origin that is neither the server's own (the Host the
-// request was sent to, or Sec-Fetch-Site: same-origin) nor one of
-// Options.AllowedOrigins. Requests without Origin and Sec-Fetch-Site
-// headers come from programs, not browsers, and pass.
+// request, of any method, from an origin that is neither the server's own
+// (the Host the request was sent to, or Sec-Fetch-Site: same-origin or
+// none) nor one of Options.AllowedOrigins. Requests without Origin and
+// Sec-Fetch-Site headers come from programs, not browsers, and pass.
 func (s *Server) checkOrigin(r *http.Request) string {
 	if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && la != nil && loopbackAddr(la) && !isLoopback(r.Host) {
 		return fmt.Sprintf("Forbidden: Host %q is not a loopback name; this server listens on loopback only", r.Host)
+	}
+	if r.Method == http.MethodGet || r.Method == http.MethodHead || r.Method == http.MethodOptions {
+		// CrossOriginProtection passes the methods it calls safe: not
+		// here, where a GET reads metrics and a stream may come to GET.
+		unsafe := *r
+		unsafe.Method = http.MethodPost
+		r = &unsafe
 	}
 	if s.origins.Check(r) != nil {
 		origin := r.Header.Get("Origin")

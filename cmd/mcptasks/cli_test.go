@@ -496,6 +496,47 @@ func TestServe_AllowedOrigins(t *testing.T) {
 	}
 }
 
+// TestServe_AuthTokensGuards: with --auth-tokens, /metrics wants a token
+// too (the health checks stay open to probes), and a page of another
+// origin gets 403 before its token is looked at, not a 401.
+func TestServe_AuthTokensGuards(t *testing.T) {
+	t.Parallel()
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("tok-alice alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, freeAddr(t), "--store", "memory:", "--auth-tokens", tokens)
+	base := strings.TrimSuffix(p.url, "/mcp")
+	for _, tc := range []struct {
+		method, path string
+		header       map[string]string
+		want         int
+	}{
+		{"GET", "/metrics", nil, http.StatusUnauthorized},
+		{"GET", "/metrics", map[string]string{"Authorization": "Bearer tok-alice"}, http.StatusOK},
+		{"GET", "/healthz", nil, http.StatusOK},
+		{"GET", "/readyz", nil, http.StatusOK},
+		{"POST", "/mcp", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"GET", "/metrics", map[string]string{"Origin": "https://evil.example", "Authorization": "Bearer tok-alice"}, http.StatusForbidden},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), tc.method, base+tc.path, strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range tc.header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s %v: HTTP %d, want %d", tc.method, tc.path, tc.header, resp.StatusCode, tc.want)
+		}
+	}
+}
+
 // TestCLI_HelpHidesToken: no command's help prints the bearer token of
 // $MCPTASKS_TOKEN (a flag's default is printed as it is).
 func TestCLI_HelpHidesToken(t *testing.T) {

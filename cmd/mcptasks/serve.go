@@ -57,7 +57,8 @@ command tools of a tools.yaml file (see examples/tools.yaml), and only those;
 without --tools, or with --demo, it serves the conformance fixtures and the
 export_report demo tool. /healthz says the process is up; /readyz says
 whether the store answers (HTTP 503 when not, before start and while
-draining); /metrics serves Prometheus metrics.
+draining); /metrics serves Prometheus metrics (with --auth-tokens, to a
+bearer token of the file).
 
 SIGTERM or Ctrl-C drains: the listener closes, tasks that wait for input are
 released to be resumed later, running tasks get --drain-timeout to finish,
@@ -204,8 +205,10 @@ func serve(ctx context.Context, f *serveFlags) error {
 	mux := rt.srv.Mux()
 	if tokens != nil {
 		mux = http.NewServeMux()
-		mux.Handle("/mcp", tokens.RequireBearer(rt.srv.Handler()))
-		mux.Handle("GET /metrics", rt.srv.MetricsHandler())
+		// The Host and Origin checks come first: a page of another
+		// origin gets 403, not a 401 that tells it what is here.
+		mux.Handle("/mcp", rt.srv.Protect(tokens.RequireBearer(rt.srv.Handler())))
+		mux.Handle("GET /metrics", rt.srv.Protect(tokens.RequireBearer(rt.srv.MetricsHandler())))
 		mux.Handle("GET /healthz", rt.srv.HealthHandler())
 		mux.Handle("GET /readyz", rt.srv.ReadyHandler())
 	}
