@@ -936,3 +936,30 @@ func TestResend_ServerWithoutDiscover(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportError_Redacted: the text of a TransportError, which the
+// client logs and the CLI prints, leaves out the server URL's user
+// information and query, wherever the cause quotes them (before, a proxy's
+// log showed an upstream's password and API key).
+func TestTransportError_Redacted(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens: the request fails to connect
+	c := client.New("http://alice:s3cretpw@"+addr+"/mcp?api_key=TOPSECRETKEY", &client.Options{ProtocolVersion: "2026-07-28"})
+	_, err = c.ListTools(t.Context())
+	var te *client.TransportError
+	if !errors.As(err, &te) {
+		t.Fatalf("ListTools with nothing listening: %v, want a TransportError", err)
+	}
+	for _, secret := range []string{"alice", "s3cretpw", "TOPSECRETKEY"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("the error's text shows %q: %s", secret, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "http://"+addr+"/mcp") {
+		t.Errorf("the error's text does not name the server: %s", err)
+	}
+}

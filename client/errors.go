@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcptasks/mcptasks/internal/redact"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -177,12 +178,19 @@ func (e *HTTPError) Is(target error) bool {
 // connection, a malformed reply, a context ended. Unwrap gives the cause.
 type TransportError struct {
 	Method string
-	URL    string
-	Err    error
+	// URL is the server's URL as the client was given it, credentials
+	// and all; Error leaves out what may carry a secret (its user
+	// information, query and fragment), as its text is logged.
+	URL string
+	Err error
 }
 
 func (e *TransportError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Method, e.URL, e.Err)
+	cause := "<nil>"
+	if e.Err != nil {
+		cause = redact.Text(e.Err.Error(), e.Err, e.URL)
+	}
+	return fmt.Sprintf("%s %s: %s", e.Method, redact.URL(e.URL), cause)
 }
 
 func (e *TransportError) Unwrap() error { return e.Err }

@@ -11,14 +11,14 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcptasks/mcptasks/internal/redact"
 )
 
 // Upstream says how to reach the upstream server: set one of Command, URL
@@ -84,49 +84,19 @@ func (u *Upstream) name() string {
 		return u.Name
 	case len(u.Command) > 0:
 		return filepath.Base(u.Command[0])
-	case u.URL != "":
-		if x, err := url.Parse(u.URL); err == nil {
-			return withoutSecrets(x)
-		}
+	case redact.URL(u.URL) != "":
+		return redact.URL(u.URL)
 	}
 	return "upstream"
 }
 
-// withoutSecrets returns u without what may carry a secret: its user
-// information, query and fragment.
-func withoutSecrets(u *url.URL) string {
-	x := *u
-	x.User, x.RawQuery, x.ForceQuery, x.Fragment, x.RawFragment = nil, "", false, "", ""
-	return x.String()
-}
-
 // redact returns msg, the text of an error, with every URL that may carry a
-// secret written as withoutSecrets writes it, so that msg can be shown to
-// clients and logged: the upstream URL (go-sdk's errors flatten the
-// net/http errors that carry it, query and all), and the URL of a
-// *url.Error in err's chain, if err is not nil (a redirect's target).
+// secret redacted (redact.Text), so that msg can be shown to clients and
+// logged: the upstream URL (go-sdk's errors flatten the net/http errors
+// that carry it, query and all), and the URL of a *url.Error in err's
+// chain, if err is not nil (a redirect's target).
 func (u *Upstream) redact(msg string, err error) string {
-	urls := []string{u.URL}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		urls = append(urls, ue.URL)
-	}
-	for _, raw := range urls {
-		x, perr := url.Parse(raw)
-		if raw == "" || perr != nil {
-			continue
-		}
-		safe := withoutSecrets(x)
-		quoted := strconv.Quote(raw)
-		// As given, as %q writes it (url.Error does), and as url.URL
-		// writes it (with the password shown as "xxxxx" or not).
-		for _, form := range []string{raw, quoted[1 : len(quoted)-1], x.String(), x.Redacted()} {
-			if form != safe {
-				msg = strings.ReplaceAll(msg, form, safe)
-			}
-		}
-	}
-	return msg
+	return redact.Text(msg, err, u.URL)
 }
 
 // redactedError is an error whose text is redacted (see redact).

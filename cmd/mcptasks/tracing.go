@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/mcptasks/mcptasks/internal/redact"
 )
 
 // traceFlushTimeout bounds the export of the spans still buffered when the
@@ -30,7 +32,9 @@ const (
 // are batched and sent with OTLP over HTTP, as service.name "mcptasks"
 // unless OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise; the
 // other OTEL_* variables of the exporter, the sampler and the batch
-// processor apply. It also returns where the spans go, for the log.
+// processor apply. It also returns where the spans go, for the log:
+// without the URL's user information and query, which may carry
+// credentials.
 func newTracerProvider(ctx context.Context, endpoint string, getenv func(string) string) (*sdktrace.TracerProvider, string, error) {
 	var (
 		opts []otlptracehttp.Option
@@ -68,5 +72,5 @@ func newTracerProvider(ctx context.Context, endpoint string, getenv func(string)
 		_ = exp.Shutdown(ctx)
 		return nil, "", fmt.Errorf("tracing: resource: %w", err)
 	}
-	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), to, nil
+	return sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res)), redact.URL(to), nil
 }

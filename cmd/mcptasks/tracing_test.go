@@ -34,6 +34,8 @@ func TestNewTracerProvider(t *testing.T) {
 		{name: "Endpoint", env: map[string]string{envOTLPEndpoint: "http://127.0.0.1:4318"}, wantTo: "http://127.0.0.1:4318"},
 		{name: "TracesEndpoint", env: map[string]string{envOTLPTracesEndpoint: "http://c:4318/v1/traces", envOTLPEndpoint: "http://other:4318"}, wantTo: "http://c:4318/v1/traces"},
 		{name: "FlagOverEnv", flag: "http://flag:4318", env: map[string]string{envOTLPEndpoint: "http://env:4318"}, wantTo: "http://flag:4318/v1/traces"},
+		{name: "FlagCredentials", flag: "https://user:s3cret@collector.example:4318/?key=K", wantTo: "https://collector.example:4318/v1/traces"},
+		{name: "EndpointCredentials", env: map[string]string{envOTLPEndpoint: "http://user:s3cret@c:4318"}, wantTo: "http://c:4318"},
 		{name: "FlagNotURL", flag: "127.0.0.1:4318", wantErr: "--otel-endpoint"},
 		{name: "FlagBadScheme", flag: "grpc://127.0.0.1:4317", wantErr: "--otel-endpoint"},
 	}
