@@ -49,10 +49,12 @@ type Change struct {
 	// TaskID names a task that may have changed; empty for Down and
 	// Resync.
 	TaskID string
-	// Down: the store's announcements stopped; until the next Resync
-	// nothing is announced.
+	// Down: the store's announcements stopped; until a Resync without
+	// Down nothing is announced.
 	Down bool
-	// Resync: any task may have changed; read again what you hold.
+	// Resync: any task may have changed; read again what you hold. With
+	// Down (the periodic resyncs while announcements are down), what you
+	// read again may change unannounced.
 	Resync bool
 }
 
@@ -216,9 +218,10 @@ func (f *Feed) changed(id string) {
 	}
 }
 
-// resync tells every watcher and subscriber to read again.
+// resync tells every watcher and subscriber to read again, and the
+// watchers whether announcements are down still.
 func (f *Feed) resync() {
-	f.tell(Change{Resync: true})
+	f.tell(Change{Resync: true, Down: !f.Up()})
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, subs := range f.byID {

@@ -133,10 +133,19 @@ func TestFeed_DownAndBack(t *testing.T) {
 		if _, all := take(t, a); !all {
 			t.Error("no resync one Interval after going down")
 		}
+		// The watchers hear it as a resync while down (before, as one that
+		// turned the Postgres read cache on with no announcement to
+		// invalidate it).
+		if got := last(); !got.Resync || !got.Down {
+			t.Errorf("watcher, one Interval after going down: got %+v, want Resync and Down", got)
+		}
 		l.send(store.Event{Kind: store.EventResync})
 		synctest.Wait()
 		if !f.Up() {
 			t.Fatal("the feed is not up after EventResync")
+		}
+		if got := last(); !got.Resync || got.Down {
+			t.Errorf("watcher, announcements back: got %+v, want Resync, not Down", got)
 		}
 		if _, all := take(t, a); !all {
 			t.Error("no resync when the announcements came back")
@@ -160,10 +169,15 @@ func TestFeed_DownAndBack(t *testing.T) {
 func TestFeed_ListenFails(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := &fakeListener{fail: true}
-		f, _ := newFeed(t, l)
+		f, last := newFeed(t, l)
 		synctest.Wait()
 		if f.Up() {
 			t.Fatal("up although Listen failed")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := last(); !got.Down {
+			t.Errorf("watcher, one Interval into a failing Listen: got %+v, want Down", got)
 		}
 		l.mu.Lock()
 		l.fail = false
