@@ -46,11 +46,18 @@ const createMigrationsSQL = `CREATE TABLE IF NOT EXISTS mcptasks_migrations (
 )`
 
 // migrate applies the migrations that the database lacks, in one
-// transaction that holds the migration lock, and records each in
+// transaction on conn that holds the migration lock, with no time limit
+// but ctx's, and records each in
 // mcptasks_migrations. It fails if the database has a version newer than
 // the newest migration.
-func migrate(ctx context.Context, pool *pgxpool.Pool, ms []sqlstore.Migration) error {
-	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+func migrate(ctx context.Context, conn *pgxpool.Conn, ms []sqlstore.Migration) error {
+	return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		// Nor do the server's timeouts (statement_timeout, which the dsn
+		// or the role may set, lock_timeout) end a long migration, or the
+		// wait for another replica's.
+		if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
 		var schema *string
 		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 			return fmt.Errorf("migrate: %w", err)

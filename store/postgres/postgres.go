@@ -42,9 +42,9 @@ type Options struct {
 	// MaxConns caps the connection pool. Zero means the DSN's
 	// pool_max_conns if it has one, else DefaultMaxConns.
 	MaxConns int32
-	// QueryTimeout bounds every call whose ctx has no deadline, Open
-	// included; zero means DefaultQueryTimeout. A caller that needs
-	// longer (a large DeleteExpired, a slow migration) passes a ctx with
+	// QueryTimeout bounds every call whose ctx has no deadline, and Open's
+	// connection (not its migrations); zero means DefaultQueryTimeout. A
+	// caller that needs longer (a large DeleteExpired) passes a ctx with
 	// a deadline.
 	QueryTimeout time.Duration
 	// StatementTimeout is sent as the server's statement_timeout and
@@ -97,7 +97,10 @@ var (
 // Open connects to the database of dsn, a postgres:// URL or a
 // keyword/value string as pgx accepts it, and brings its schema to the
 // latest version. The tables go into the first schema of the search_path,
-// which must exist.
+// which must exist. Connecting is bounded by Options.QueryTimeout if ctx
+// has no deadline; the migrations only by ctx, as an upgrade may take
+// minutes on a large table (and replicas that start meanwhile wait for
+// it).
 func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	o, err := options(opts)
 	if err != nil {
@@ -111,13 +114,23 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := bound(ctx, o.QueryTimeout)
+	// The connection is bounded by QueryTimeout; the migrations are not
+	// (only by ctx): one may rebuild an index of millions of tasks, or
+	// wait for another replica's.
+	cctx, cancel := bound(ctx, o.QueryTimeout)
 	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, err := pgxpool.NewWithConfig(cctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
-	if err := migrate(ctx, pool, ms); err != nil {
+	conn, err := pool.Acquire(cctx)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	err = migrate(ctx, conn, ms)
+	conn.Release()
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}

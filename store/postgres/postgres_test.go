@@ -75,6 +75,54 @@ func newTask(id string) *task.Record {
 	}
 }
 
+// TestOpen_MigrationsOutlastTimeouts: the migrations are bounded by
+// Open's context only, neither by QueryTimeout nor by the server's
+// statement_timeout: a replica that waits for another's long migration
+// (here, a lock held for 1 s) opens once it is done. Before, Open gave up
+// after QueryTimeout (5 s by default), and an upgrade that rebuilds an
+// index of a million tasks could never finish.
+func TestOpen_MigrationsOutlastTimeouts(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(ctx)
+	tx, err := holder.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema string
+	if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, migrationLockSQL, schema); err != nil {
+		t.Fatal(err)
+	}
+	const held = time.Second
+	opened := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		s, err := Open(ctx, dsn, &Options{QueryTimeout: 200 * time.Millisecond, StatementTimeout: 200 * time.Millisecond})
+		if err == nil {
+			s.Close()
+		}
+		opened <- err
+	}()
+	time.Sleep(held)
+	if err := tx.Commit(ctx); err != nil { // the other replica's migration ends
+		t.Fatal(err)
+	}
+	if err := <-opened; err != nil {
+		t.Fatalf("Open while another replica migrated for %v (QueryTimeout and statement_timeout 200 ms): %v", held, err)
+	}
+	if d := time.Since(start); d < held {
+		t.Errorf("Open returned after %v, before the migration lock was free (%v)", d, held)
+	}
+}
+
 func TestOpen_ConcurrentMigrations(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.DSN(t)
