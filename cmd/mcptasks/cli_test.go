@@ -496,6 +496,19 @@ func TestServe_AllowedOrigins(t *testing.T) {
 	}
 }
 
+// TestServe_StoreDirMade: serve makes the directory of its SQLite file
+// when it is missing, as in a fresh workspace's .mcptasks/ of the README's
+// VS Code configuration (before, serve exited: "unable to open database
+// file").
+func TestServe_StoreDirMade(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), ".mcptasks", "sub", "tasks.db")
+	start(t, freeAddr(t), "--store", "sqlite:"+path)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("the store's file: %v", err)
+	}
+}
+
 // TestServe_AuthTokensGuards: with --auth-tokens, /metrics wants a token
 // too (the health checks stay open to probes), and a page of another
 // origin gets 403 before its token is looked at, not a 401.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -324,7 +325,8 @@ func (rt *runtime) drainFor(timeout time.Duration) {
 }
 
 // openStore opens the store named by a --store value; sqlite: stores get
-// so.
+// so, and the directory of their file is made if it is missing (a fresh
+// workspace's .mcptasks/, say).
 func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Store, error) {
 	scheme, rest, _ := strings.Cut(spec, ":")
 	switch scheme {
@@ -333,6 +335,9 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 	case "sqlite":
 		if rest == "" {
 			return nil, fmt.Errorf("--store %q: want sqlite:PATH, e.g. sqlite:mcptasks.db", spec)
+		}
+		if err := os.MkdirAll(filepath.Dir(rest), 0o700); err != nil {
+			return nil, fmt.Errorf("--store %q: %w", spec, err)
 		}
 		st, err := sqlite.Open(ctx, rest, so)
 		if err != nil {
