@@ -77,10 +77,10 @@ func TestCancel(t *testing.T) {
 		// Every action is in the log with the operator's name; no task data.
 		log := h.log.String()
 		for _, want := range []string{
-			"console: cancel refused to a viewer\" operator=victor task_id=" + held.ID,
+			"console: cancel refused to a viewer\" operator=victor task=" + held.ID,
 			"console: form without a valid CSRF token refused\" operator=alice",
-			"console: cancel\" operator=alice task_id=" + held.ID + " tool=export_report status=input_required cancel_requested=true",
-			"console: cancel\" operator=alice task_id=" + queued.ID + " tool=render status=cancelled",
+			"console: cancel\" operator=alice task=" + held.ID + " tool=export_report status=input_required cancel_requested=true",
+			"console: cancel\" operator=alice task=" + queued.ID + " tool=render status=cancelled",
 		} {
 			if !strings.Contains(log, want) {
 				t.Errorf("log lacks %q:\n%s", want, log)

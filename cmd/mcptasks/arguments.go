@@ -12,7 +12,7 @@ import (
 // A value that parses as JSON is taken as that JSON (numbers, true,
 // false, null, "quoted strings", objects, arrays); anything else is a
 // string. So rows=5 is the number 5, name=Ada the string "Ada", and
-// id='"007"' the string "007".
+// id='"5"' the string "5".
 func parseArguments(base string, pairs []string) (map[string]any, error) {
 	args := map[string]any{}
 	if strings.TrimSpace(base) != "" {

@@ -37,7 +37,7 @@ task the first attempt created is then returned, never made twice.
 Arguments are key=value pairs set over the JSON object of --args. A value that
 parses as JSON is that JSON (rows=5 is a number, force=true a boolean,
 tags='["a","b"]' an array); anything else is a string (name=Ada). Quote a
-JSON string to keep digits a string: id='"007"'.
+JSON string to keep a number a string: id='"5"'.
 
 Changes show as they happen: by the server's notifications/tasks when it
 offers them (subscriptions/listen), else by polling tasks/get as its

@@ -52,13 +52,13 @@ type runFlags struct {
 
 func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.StringVar(&f.store, "store", "sqlite:mcptasks.db", "where tasks are kept: sqlite:PATH (durable, one machine), postgres://USER@HOST/DB (durable, shared by replicas) or memory: (lost on exit)")
-	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: or postgres:// store, the most bytes of task records kept in memory to answer tasks/get polls without reading the store (a record over a sixteenth of it is not kept)")
+	fl.Int64Var(&f.cacheBytes, "cache-bytes", sqlite.DefaultCacheBytes, "with a sqlite: or postgres:// store, the most bytes of task records kept in memory to answer reads of tasks (tasks/get polls, a worker's re-reads) without reading the store (a record over a sixteenth of it is not kept)")
 	fl.IntVar(&f.workers, "workers", engine.DefaultWorkers, workersHelp)
 	fl.DurationVar(&f.lease, "lease", engine.DefaultLease, "how long a worker's claim on a task lasts without a heartbeat (sent every lease/3); a crashed worker's tasks are resumed after it")
 	fl.DurationVar(&f.suspendAfter, "suspend-after", engine.DefaultSuspendAfter, "how long a task of a re-runnable tool (the demo tools that ask) may wait for input holding a handler and its lease before it is suspended: it then costs no memory and no work until it is answered, and its handler runs again with the stored answers; 0 suspends at once. Command tools (--tools) and proxied calls hold instead")
 	fl.IntVar(&f.maxHeld, "max-held", engine.DefaultMaxHeld, "how many tasks of re-runnable tools may wait for input holding a handler and its lease at once (for up to --suspend-after); a task that asks while as many hold is suspended at once; 0 suspends every one at once")
 	fl.IntVar(&f.maxHolding, "max-holding", engine.DefaultMaxHolding, "how many tasks of tools that hold (command tools, proxied calls: their process or upstream session stays) may wait for input without taking a worker; past it a task that waits keeps its worker, and new tasks wait for a free one; 0: every one keeps its worker")
-	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks and requests get, together, to finish before the process exits")
+	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks (and the requests being served, if any) get, together, to finish before the process exits")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
 	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")

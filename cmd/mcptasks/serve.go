@@ -55,7 +55,7 @@ Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
 version's experimental tasks, on the same store. With --tools it serves the
 command tools of a tools.yaml file (see examples/tools.yaml), and only those;
 without --tools, or with --demo, it serves the conformance fixtures and the
-export_report demo tool. /healthz says the process is up; /readyz says
+demo tools (export_report, archive_logs, link_account). /healthz says the process is up; /readyz says
 whether the store answers (HTTP 503 when not, before start and while
 draining); /metrics serves Prometheus metrics (with --auth-tokens, to a
 bearer token of the file).

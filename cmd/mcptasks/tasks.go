@@ -43,7 +43,8 @@ another "mcptasks call" is listed as pending too: resume when none runs.
 
 With --json, a JSON array of the journal's entries: taskId ("" for a
 pending call), serverUrl, tool, args, argsDigest, status, statusMessage,
-seenAt, createdAt, answeredKeys, idempotencyKey.
+seenAt, createdAt, answeredKeys, protocol (set for a 2025-11-25 task),
+idempotencyKey.
 
 ` + exitCodesHelp(exitOK, exitUsage, exitTransport),
 		Args: cobra.NoArgs,

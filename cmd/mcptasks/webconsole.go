@@ -123,7 +123,7 @@ address, and anyone who reaches it is the operator "local".`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&st, "store", "sqlite:mcptasks.db", "the store whose tasks to show: sqlite:PATH, postgres://USER@HOST/DB or memory:")
+	fl.StringVar(&st, "store", "sqlite:mcptasks.db", "the store whose tasks to show: sqlite:PATH of an existing file, or postgres://USER@HOST/DB (a memory: store is private to its process)")
 	f.register(fl, "", defaultConsoleListen, "`address` to listen on")
 	fl.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	return cmd

@@ -21,6 +21,7 @@ SIGTERM or Ctrl-C drains as serve does.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return usageHint(cmd, work(cmd.Context(), &f)) },
 	}
 	f.register(cmd.Flags(), "maximum number of tool handlers running at once")
+	cmd.Flags().Lookup("store").Usage = "the store the servers write: sqlite:PATH (on this machine) or postgres://USER@HOST/DB (a memory: store is private to its process)"
 	return cmd
 }
 
