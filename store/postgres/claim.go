@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/mcptasks/mcptasks/store"
 )
@@ -89,7 +90,28 @@ func claimQuery(p store.ClaimParams) (string, []any) {
 	return claimToolsSQL, append(args, p.Tools)
 }
 
-// Claim implements [store.Store]. It is one statement; see claimSQL.
+// claimedSQL finds the tasks that one claim leased: the claim's owner and
+// lease expiry name it (an owner claims once at a time, and each claim
+// has an expiry of its own), among the tasks of the claimable index, as
+// its condition is repeated (the leased ones, not the suspended or ended
+// ones). lost is that of the claim's history event, the last claimed one.
+const claimedSQL = `SELECT ` + columns + `, coalesce((
+		SELECT (e ->> 'lost')::boolean FROM jsonb_array_elements(history) AS e
+		WHERE e ->> 'kind' = 'claimed' ORDER BY (e ->> 'seq')::int DESC LIMIT 1), false)
+	FROM mcptasks_tasks
+	WHERE ` + claimableWhere + ` AND lease_owner = $1 AND lease_expires_at = $2
+	ORDER BY created_at, id`
+
+// claimLookups bounds the reads of claimed: the first at once, the next
+// after 100 ms, then 200 ms.
+const claimLookups = 3
+
+// Claim implements [store.Store]. It is one statement; see claimSQL. If
+// the statement fails, the claim may have committed all the same (the
+// connection broke after COMMIT): the tasks it leased are looked up, and
+// returned if there are any; else the error is. Without that, they would
+// stay leased to a worker that never runs them, and be taken for lost a
+// lease later (a tool that is not re-run would fail without having run).
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
 	if p.Tools != nil && len(p.Tools) == 0 {
 		return nil, nil // no tool matches, as in store.Claimable
@@ -97,23 +119,46 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	q, args := claimQuery(p)
+	out, err := s.queryClaimed(ctx, q, args...)
+	if err == nil {
+		return out, nil
+	}
+	for i := range claimLookups {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, fmt.Errorf("postgres: claim: %w", err)
+			case <-time.After(time.Duration(50<<i) * time.Millisecond):
+			}
+		}
+		found, lerr := s.queryClaimed(ctx, claimedSQL, p.Owner, timeValue(p.LeaseExpiresAt))
+		if lerr == nil {
+			if len(found) == 0 {
+				break // the claim did not commit
+			}
+			return found, nil
+		}
+	}
+	return nil, fmt.Errorf("postgres: claim: %w", err)
+}
+
+// queryClaimed runs q, which returns the columns of claimed tasks and
+// their lost flag.
+func (s *Store) queryClaimed(ctx context.Context, q string, args ...any) ([]store.Claimed, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: claim: %w", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []store.Claimed
 	for rows.Next() {
 		var c store.Claimed
 		if c.Record, err = scanRecord(rows, &c.Lost); err != nil {
-			return nil, fmt.Errorf("postgres: claim: %w", err)
+			return nil, err
 		}
 		out = append(out, c)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("postgres: claim: %w", err)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // heartbeatManySQL extends every lease that its caller still holds, in
