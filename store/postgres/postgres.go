@@ -67,7 +67,10 @@ type Options struct {
 	// database-wide lock while it commits, so notifying commits cannot
 	// share a WAL flush: with many concurrent writers, Create runs at
 	// about half the rate it reaches without notifications. Engines then
-	// find new work, answers and cancel requests by polling.
+	// find new work, answers and cancel requests by polling. The read
+	// caches of other stores (UseReadCache) keep what this one changes
+	// until their backstop resync: do not combine the two on one
+	// database.
 	DisableNotify bool
 }
 

@@ -46,7 +46,9 @@ type readCache struct {
 // maxBytes bytes (the defaults if zero), which the feed f keeps true: f
 // must be the change feed of this store (changefeed.New(s, …)), and runs
 // for as long as the store is used. The cache is off until f is up, and
-// whenever f is down. Call it before the store is used.
+// whenever f is down. Call it before the store is used. Every store that
+// writes the database must announce its writes (no DisableNotify): the
+// cache does not see the others' until the backstop resync.
 func (s *Store) UseReadCache(f *changefeed.Feed, size int, maxBytes int64) {
 	if size <= 0 {
 		size = DefaultReadCacheSize
