@@ -26,6 +26,8 @@ const (
 	// unless output_limit says otherwise.
 	DefaultOutputLimit = 64 << 10
 	// MaxOutputLimit bounds output_limit: results are stored with the task.
+	// The limit counts the command's bytes; in the stored JSON a control
+	// character or an invalid UTF-8 byte takes up to 6.
 	MaxOutputLimit = 16 << 20
 	// DefaultGrace is how long a stopped command gets between SIGTERM and
 	// SIGKILL unless grace says otherwise.

@@ -49,7 +49,10 @@ func (t *Tool) confirmation(req *mcp.CallToolRequest, raw json.RawMessage) mcp.R
 		return complete(toolError(fmt.Sprintf("Not confirmed: %s did not run.", t.Name)))
 	}
 	caps := req.ClientCapabilities()
-	if req.ProtocolVersion() < mrtrVersion || caps == nil || caps.Elicitation == nil {
+	// The question is a form: a client that declared URL mode alone
+	// cannot answer it ({} declares form mode).
+	if req.ProtocolVersion() < mrtrVersion || caps == nil || caps.Elicitation == nil ||
+		caps.Elicitation.Form == nil && caps.Elicitation.URL != nil {
 		return complete(toolError(fmt.Sprintf("%s asks for a confirmation before it runs, and this client cannot answer one: "+
 			"that takes MCP %s and the elicitation capability.", t.Name, mrtrVersion)))
 	}
@@ -73,7 +76,7 @@ func confirmInline(tools map[string]*Tool) mcp.Middleware {
 				return next(ctx, method, req)
 			}
 			t := tools[r.Params.Name]
-			if t == nil || !t.inline(r) || !t.valid(r.Params.Arguments) {
+			if t == nil || !t.inline(r) || t.validate(r.Params.Arguments) != nil {
 				return next(ctx, method, req) // invalid arguments: mcpserver reports them
 			}
 			if round := t.confirmation(r, r.Params.Arguments); round != nil {
@@ -110,15 +113,18 @@ func declaresTasks(req *mcp.CallToolRequest) bool {
 	return ok
 }
 
-// valid reports whether raw satisfies the tool's input schema.
-func (t *Tool) valid(raw json.RawMessage) bool {
+// validate checks raw against the tool's input schema as it is now.
+func (t *Tool) validate(raw json.RawMessage) error {
 	var v any = map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
-		if json.Unmarshal(raw, &v) != nil {
-			return false
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("invalid arguments: %w", err)
 		}
 	}
-	return t.c.schema.Validate(v) == nil
+	if err := t.c.schema.Validate(v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
 }
 
 // complete returns r with resultType "complete", as a result returned from

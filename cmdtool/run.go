@@ -60,8 +60,15 @@ func Register(s *mcpserver.Server, cfg *Config) error {
 	return nil
 }
 
-// handle runs the command for one call, inside a task or inline.
+// handle runs the command for one call, inside a task or inline. The
+// arguments are checked against the schema again: a task may run under
+// another tools.yaml than the one it was created under (a schema tightened
+// since, a replica with another file), and must not run with arguments
+// that the schema now refuses.
 func (t *Tool) handle(ctx context.Context, run *engine.Run, raw json.RawMessage) (*mcp.CallToolResult, error) {
+	if err := t.validate(raw); err != nil {
+		return nil, err
+	}
 	args, err := t.args(raw)
 	if err != nil {
 		return nil, err

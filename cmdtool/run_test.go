@@ -113,6 +113,36 @@ func TestHandle_Placeholders(t *testing.T) {
 	}
 }
 
+// TestHandle_Revalidates: the handler checks the arguments against the
+// schema as it is when the command runs, not only when the task was
+// created: a task created under a looser tools.yaml (before a pattern
+// closed an option injection, or on a replica with another file) does not
+// run with arguments the schema now refuses.
+func TestHandle_Revalidates(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tool := loadTool(t, dir, `tools:
+  - name: make
+    input_schema: {type: object, properties: {name: {type: string, pattern: '^[a-z]+$'}}, required: [name]}
+    argv: [touch, "{name}"]
+`)
+	res, err := callInline(t.Context(), t, tool, map[string]any{"name": "--no-create"})
+	if err == nil || !strings.Contains(err.Error(), "invalid arguments") {
+		t.Errorf("arguments the schema refuses: %v %v, want an error naming them invalid", err, res)
+	}
+	if _, err := callInline(t.Context(), t, tool, map[string]any{"name": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(dir)
+	var made []string
+	for _, e := range entries {
+		made = append(made, e.Name())
+	}
+	if !slices.Equal(made, []string{"ok"}) {
+		t.Errorf("files made: %v, want only ok", made)
+	}
+}
+
 func TestHandle_Dir(t *testing.T) {
 	t.Parallel()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
@@ -132,7 +162,11 @@ func TestHandle_Dir(t *testing.T) {
 		d    any
 		want string
 	}{{"sub", filepath.Join(dir, "sub")}, {nil, dir}, {"/", "/"}} {
-		res, err := callInline(t.Context(), t, tool, map[string]any{"d": c.d})
+		args := map[string]any{}
+		if c.d != nil {
+			args["d"] = c.d
+		}
+		res, err := callInline(t.Context(), t, tool, args)
 		if err != nil || res.IsError {
 			t.Fatalf("call: %v %v", err, texts(res))
 		}

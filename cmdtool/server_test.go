@@ -69,7 +69,10 @@ func startServer(t *testing.T, src string, scripts map[string]string) (*client, 
 type client struct {
 	url         string
 	tasks       bool // declare the Tasks extension
-	elicitation bool // declare the elicitation capability
+	elicitation bool // declare the elicitation capability (form mode)
+	// caps, if set, are the capabilities declared instead of those of
+	// tasks and elicitation.
+	caps map[string]any
 }
 
 type rpcError = mcptest.Error
@@ -88,7 +91,11 @@ func (c *client) call(t *testing.T, method string, params map[string]any) map[st
 // do sends one request and returns its result or its JSON-RPC error.
 func (c *client) do(t *testing.T, method string, params map[string]any) (map[string]any, *rpcError) {
 	t.Helper()
-	r, err := (&mcptest.Client{URL: c.url, Capabilities: mcptest.Caps(c.tasks, c.elicitation)}).Post(t.Context(), method, params)
+	caps := c.caps
+	if caps == nil {
+		caps = mcptest.Caps(c.tasks, c.elicitation)
+	}
+	r, err := (&mcptest.Client{URL: c.url, Capabilities: caps}).Post(t.Context(), method, params)
 	if err != nil {
 		t.Fatalf("%s: %v", method, err)
 	}
@@ -294,14 +301,25 @@ func TestServer_ConfirmInline(t *testing.T) {
 }
 
 // TestServer_ConfirmNeedsElicitation checks that a client that cannot
-// answer a question gets a tool error, not a question.
+// answer a question gets a tool error, not a question: one without the
+// elicitation capability, and one that declared its URL mode alone, which
+// an inline call once asked a form question all the same.
 func TestServer_ConfirmNeedsElicitation(t *testing.T) {
 	t.Parallel()
 	c, dir := startServer(t, confirmTools, confirmScripts)
-	c.elicitation = false
-	res := c.callTool(t, "export", map[string]any{"table": "t", "out": filepath.Join(dir, "x")}, nil)
-	if res["isError"] != true || !strings.Contains(resultText(res), "elicitation") {
-		t.Errorf("result %v, want an isError result naming elicitation", res)
+	for _, tc := range []struct {
+		name, tool string
+		caps       map[string]any
+	}{
+		{"no elicitation, task", "export", mcptest.Caps(true, false)},
+		{"no elicitation, inline", "export_inline", mcptest.Caps(false, false)},
+		{"URL mode only, inline", "export_inline", map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}},
+	} {
+		c.caps = tc.caps
+		res := c.callTool(t, tc.tool, map[string]any{"table": "t", "out": filepath.Join(dir, "x")}, nil)
+		if res["isError"] != true || !strings.Contains(resultText(res), "elicitation") {
+			t.Errorf("%s: result %v, want an isError result naming elicitation", tc.name, res)
+		}
 	}
 }
 

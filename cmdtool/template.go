@@ -136,8 +136,8 @@ func format(v any) string {
 	case bool:
 		return strconv.FormatBool(v)
 	case json.Number:
-		if _, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			return string(v)
+		if !strings.ContainsAny(string(v), ".eE") {
+			return string(v) // an integer, exact however long
 		}
 		if f, err := v.Float64(); err == nil {
 			return formatFloat(f)

@@ -11,6 +11,7 @@ func TestTemplate_Expand(t *testing.T) {
 	t.Parallel()
 	args := map[string]any{
 		"s": "a b", "n": json.Number("42"), "f": json.Number("2.50"), "big": json.Number("1e21"),
+		"long": json.Number("12345678901234567890"), "huge": json.Number("1000000000000000000000"),
 		"t": true, "list": []any{"x", json.Number("1")}, "obj": map[string]any{"k": "v"}, "null": nil,
 		"dash-ed": "d",
 	}
@@ -22,6 +23,7 @@ func TestTemplate_Expand(t *testing.T) {
 		{"{s}", "a b", true},
 		{"--name={s}!", "--name=a b!", true},
 		{"{n}/{f}/{big}/{t}", "42/2.5/1e+21/true", true},
+		{"{long} {huge}", "12345678901234567890 1000000000000000000000", true}, // integers past int64 stay exact
 		{"{list}", `["x",1]`, true},
 		{"{obj}", `{"k":"v"}`, true},
 		{"{dash-ed}", "d", true},
