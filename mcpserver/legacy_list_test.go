@@ -69,6 +69,44 @@ func (s *legacySession) call(method, params string) *rpcReply {
 	return s.c.do(s.t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(body)}).reply(s.t)
 }
 
+// TestLegacyInitialize_Versions: an initialize that asks for a version
+// newer than 2025-11-25 is settled on 2025-11-25 with a session and the
+// tasks capability, so that the client's next requests are served (before,
+// it got neither, and every later request HTTP 400); one that asks for an
+// older version gets that version, without a session.
+func TestLegacyInitialize_Versions(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{})
+	for _, tc := range []struct {
+		asked, want string
+		session     bool
+	}{
+		{"2025-11-25", "2025-11-25", true},
+		{"2099-01-01", "2025-11-25", true},
+		{"2025-06-18", "2025-06-18", false},
+	} {
+		resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp",
+			body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + tc.asked + `","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)})
+		var res struct {
+			ProtocolVersion string                     `json:"protocolVersion"`
+			Capabilities    map[string]json.RawMessage `json:"capabilities"`
+		}
+		_ = json.Unmarshal(resp.reply(t).Result, &res)
+		sid := resp.header.Get("Mcp-Session-Id")
+		if res.ProtocolVersion != tc.want || (sid != "") != tc.session || (res.Capabilities["tasks"] != nil) != tc.session {
+			t.Errorf("initialize asking %s: version %q, session %v, tasks capability %v; want %s, %v, %v",
+				tc.asked, res.ProtocolVersion, sid != "", res.Capabilities["tasks"] != nil, tc.want, tc.session, tc.session)
+			continue
+		}
+		if tc.session {
+			s := &legacySession{t: t, c: c, id: sid}
+			if rep := s.call("tools/list", `{}`); rep.Error != nil {
+				t.Errorf("tools/list in the session of an initialize asking %s: %s", tc.asked, rep.raw)
+			}
+		}
+	}
+}
+
 // TestLegacyListPages: tasks/list pages through all of a principal's
 // 2025-11-25 tasks, newest first, each once; another principal lists none
 // of them and cannot read them, and its session does not serve the first.
