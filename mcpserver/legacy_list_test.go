@@ -107,6 +107,66 @@ func TestLegacyInitialize_Versions(t *testing.T) {
 	}
 }
 
+// TestLegacyAnswer_Refused: a response that the task cannot take does not
+// leave it input_required for ever (a 2025-11-25 client answers once, then
+// blocks in tasks/result): an elicitation answered with content that does
+// not fit its form, or with an error, is taken as cancelled and the task
+// goes on; a sampling request answered with an error (the user refused)
+// or with what is not a sampling result cancels the task.
+func TestLegacyAnswer_Refused(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{register: func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "sample"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				if _, err := mcpserver.CreateMessage(ctx, "s", &mcp.CreateMessageParams{MaxTokens: 10,
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}); err != nil {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil, nil
+			})
+	}})
+	resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp",
+		body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)})
+	s := &legacySession{t: t, c: c, id: resp.header.Get("Mcp-Session-Id")}
+	status := func(id string) string {
+		var r struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(s.call("tasks/get", `{"taskId":"`+id+`"}`).Result, &r)
+		return r.Status
+	}
+	waitFor := func(id string, done func(string) bool) string {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if st := status(id); done(st) || time.Now().After(deadline) {
+				return st
+			}
+		}
+	}
+	for _, tc := range []struct {
+		name, call, key, response, want string
+	}{
+		{"elicitation, content off the form", `{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}`, "confirm-delete",
+			`"result":{"action":"accept","content":{"confirm":"yes"}}`, "completed"},
+		{"elicitation, error", `{"name":"confirm_delete","arguments":{"filename":"b.txt"},"task":{}}`, "confirm-delete",
+			`"error":{"code":-1,"message":"dismissed"}`, "completed"},
+		{"sampling, error", `{"name":"sample","arguments":{},"task":{}}`, "s",
+			`"error":{"code":-1,"message":"User rejected sampling request"}`, "cancelled"},
+		{"sampling, not a result", `{"name":"sample","arguments":{},"task":{}}`, "s",
+			`"result":{"nonsense":true}`, "cancelled"},
+	} {
+		id := s.callTask(tc.call)
+		if st := waitFor(id, func(st string) bool { return st == "input_required" }); st != "input_required" {
+			t.Fatalf("%s: the task is %s, want input_required", tc.name, st)
+		}
+		if r := s.post(`{"jsonrpc":"2.0","id":"t/` + id + `/` + tc.key + `",` + tc.response + `}`); r.status != http.StatusAccepted {
+			t.Errorf("%s: the response got HTTP %d, want 202", tc.name, r.status)
+		}
+		if st := waitFor(id, func(st string) bool { return st != "input_required" && st != "working" }); st != tc.want {
+			t.Errorf("%s: the task is %s, want %s", tc.name, st, tc.want)
+		}
+	}
+}
+
 // TestLegacyListPages: tasks/list pages through all of a principal's
 // 2025-11-25 tasks, newest first, each once; another principal lists none
 // of them and cannot read them, and its session does not serve the first.

@@ -224,10 +224,15 @@ func legacyInputRequest(raw json.RawMessage, id string) (string, json.RawMessage
 }
 
 // legacyAnswer files the client's response to an input request with its
-// task, through the store, whichever replica asked. An error response to
-// an elicitation is taken as its cancel action. The reply is 202 for every
-// id of the server's form, whether the task took the answer or not (it
-// may have been answered already, or belong to someone else).
+// task, through the store, whichever replica asked. The reply is 202 for
+// every id of the server's form, whether the task took the answer or not
+// (it may have been answered already, or belong to someone else).
+//
+// A response the task cannot take must not leave it waiting for ever (a
+// 2025-11-25 client asks once, and then blocks in tasks/result): an error
+// response, or a result the request's checks refuse, to an elicitation
+// is filed as its cancel action; to another request (sampling, roots),
+// which has no such action, it cancels the task.
 func (s *Server) legacyAnswer(lr *legacyRequest) {
 	m := lr.msg
 	id, key, ok := parseInputRequestID(m.ID)
@@ -236,20 +241,33 @@ func (s *Server) legacyAnswer(lr *legacyRequest) {
 		return
 	}
 	ctx := lr.r.Context()
-	answer := m.Result
 	if r, err := s.legacyGet(ctx, lr.principal, id); err == nil {
-		if m.Error != nil || answer == nil {
-			answer = nil
-			var ir struct {
-				Method string `json:"method"`
-			}
-			if json.Unmarshal(r.InputRequests[key], &ir) == nil && ir.Method == "elicitation/create" {
-				answer = json.RawMessage(`{"action":"cancel"}`)
+		var ir struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(r.InputRequests[key], &ir)
+		why := "" // why the task cannot take the response, if it cannot
+		if m.Error != nil || !isJSONObject(m.Result) {
+			why = "the client answered with an error"
+		} else if _, err := s.eng.Load().Update(ctx, lr.principal, id, map[string]json.RawMessage{key: m.Result}, checkAnswer); err != nil {
+			var bad *store.AnswerError
+			if errors.As(err, &bad) {
+				why = "the answer does not fit the request: " + bad.Err.Error()
+			} else {
+				s.log.Warn("answer input request", "task", id, "key", key, "err", err)
 			}
 		}
-		if isJSONObject(answer) {
-			if _, err := s.eng.Load().Update(ctx, lr.principal, id, map[string]json.RawMessage{key: answer}, checkAnswer); err != nil {
+		switch {
+		case why == "":
+		case ir.Method == "elicitation/create":
+			s.log.Info("input request taken as cancelled", "task", id, "key", key, "why", why)
+			if _, err := s.eng.Load().Update(ctx, lr.principal, id, map[string]json.RawMessage{key: json.RawMessage(`{"action":"cancel"}`)}, nil); err != nil {
 				s.log.Warn("answer input request", "task", id, "key", key, "err", err)
+			}
+		case ir.Method != "":
+			s.log.Info("task cancelled: its input request was refused", "task", id, "key", key, "why", why)
+			if _, err := s.eng.Load().CancelNow(ctx, lr.principal, id); err != nil {
+				s.log.Warn("cancel task", "task", id, "err", err)
 			}
 		}
 	}
