@@ -227,6 +227,7 @@ func (c *Client) settlePending(ctx context.Context, e Entry, unknown bool, res *
 // *InputRequiredError).
 func (c *Client) roundTrip(ctx context.Context, k *call, tool string, h InputHandler) (json.RawMessage, string, error) {
 	base := k.params
+	k.handler = h
 	for round := 0; ; round++ {
 		raw, err := c.doKeyed(ctx, k)
 		if err != nil {

@@ -352,6 +352,50 @@ func (l *legacy) listen(ctx context.Context, c *Client, ready chan<- struct{}, o
 	}
 }
 
+// answer returns the onRequest of request k's own reply: it answers what
+// the server asks on that stream while it serves k (a 2025-11-25 tool that
+// asks during a plain tools/call) through k's handler (the call's, as its
+// MRTR rounds are answered), or, without one, refuses it, so that the
+// server does not wait for an answer that never comes.
+func (l *legacy) answer(ctx context.Context, c *Client, k *call) func(*message) {
+	var tool string
+	if k.method == "tools/call" {
+		_ = json.Unmarshal(k.params["name"], &tool)
+	}
+	return func(m *message) {
+		key := inputKey(m.ID)
+		raw, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(strconv.Quote(m.Method)), "params": m.Params})
+		irs, err := decodeInputRequests(map[string]json.RawMessage{key: raw}, tool, "")
+		var res json.RawMessage
+		switch {
+		case err != nil:
+		case k.handler == nil:
+			err = errors.New("the client has no InputHandler to answer it")
+		default:
+			res, err = answerWith(ctx, k.handler, key, irs[key])
+		}
+		if err != nil {
+			c.log.Info("refusing a request of the server", "method", m.Method, "err", err)
+			err = l.refuse(ctx, c, m.ID, err)
+		} else {
+			err = l.respond(ctx, c, m.ID, res)
+		}
+		if err != nil {
+			c.log.Warn("answering a request of the server", "method", m.Method, "err", err)
+		}
+	}
+}
+
+// refuse sends an error response to the server's request id.
+func (l *legacy) refuse(ctx context.Context, c *Client, id json.RawMessage, cause error) error {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
+		"error": map[string]any{"code": CodeInternalError, "message": cause.Error()}})
+	if err != nil {
+		return err
+	}
+	return l.post(ctx, c, "response", body)
+}
+
 // respond sends the client's response to the server's request id.
 func (l *legacy) respond(ctx context.Context, c *Client, id, result json.RawMessage) error {
 	body, err := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})

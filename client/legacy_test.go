@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -234,5 +235,58 @@ func TestLegacyFlakyServer(t *testing.T) {
 	}
 	if st, err := c.Task("asks").Get(testContext(t)); err != nil || st.Status != task.Failed || st.Error == nil || st.Error.Code != -32001 {
 		t.Errorf("a task that fails while its question waits: %+v, %v; want it failed with -32001", st, err)
+	}
+}
+
+// TestLegacySyncQuestion: a 2025-11-25 server (go-sdk's own, stateful)
+// whose plain tool asks while it serves tools/call, on the call's own SSE
+// reply: the client answers through its InputHandler, and without one
+// refuses the question at once. Before, it ignored the question, and the
+// call waited until its context ended.
+func TestLegacySyncQuestion(t *testing.T) {
+	t.Parallel()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Name?",
+			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "not answered: " + err.Error()}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("%s %v", r.Action, r.Content["n"])}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	answering := client.InputHandlerFunc(func(_ context.Context, _ string, req *client.InputRequest) (any, error) {
+		if req.Elicit == nil || req.Elicit.Message != "Name?" || req.Tool != "ask" {
+			return nil, fmt.Errorf("unexpected question %+v", req)
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"n": "Ada"}}, nil
+	})
+	for _, tc := range []struct {
+		name    string
+		handler client.InputHandler
+		want    string
+		isError bool
+	}{
+		{"with a handler", answering, "accept Ada", false},
+		{"without one", nil, "not answered", true},
+	} {
+		c := client.New(hs.URL, legacyOptions(client.Options{InputHandler: tc.handler}))
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		res, err := c.CallTool(ctx, "ask", map[string]any{})
+		cancel()
+		if err != nil {
+			t.Errorf("%s: CallTool: %v", tc.name, err)
+			continue
+		}
+		text := ""
+		if r := res.Result; r != nil && len(r.Content) > 0 {
+			if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		if !strings.HasPrefix(text, tc.want) || res.Result.IsError != tc.isError {
+			t.Errorf("%s: result %q (isError %v), want %q (isError %v)", tc.name, text, res.Result.IsError, tc.want, tc.isError)
+		}
 	}
 }

@@ -50,6 +50,9 @@ type call struct {
 	// idempotency key had an unknown outcome (see unknownOutcome): the
 	// server may have made its task. Shared by the rounds of one call.
 	unknown *bool
+	// handler answers what a 2025-11-25 server asks on the request's own
+	// reply (see legacy.answer); nil refuses it.
+	handler InputHandler
 }
 
 // do sends one request and returns its result JSON, in the protocol the
@@ -62,7 +65,7 @@ func (c *Client) do(ctx context.Context, k *call) (json.RawMessage, error) {
 		return nil, err
 	}
 	if leg != nil {
-		return leg.do(ctx, c, k, nil)
+		return leg.do(ctx, c, k, leg.answer(ctx, c, k))
 	}
 	res, err := c.send2026(ctx, k)
 	if known || err == nil {
@@ -78,7 +81,7 @@ func (c *Client) do(ctx context.Context, k *call) (json.RawMessage, error) {
 		return nil, err
 	}
 	if leg, perr := c.protocol(ctx); perr == nil && leg != nil {
-		return leg.do(ctx, c, k, nil)
+		return leg.do(ctx, c, k, leg.answer(ctx, c, k))
 	}
 	return nil, err
 }
