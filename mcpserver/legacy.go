@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -317,6 +318,13 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 	if t == nil || t.taskSupport() == "" {
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
 			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden); call it without params.task")
+		return true
+	}
+	// What the tool needs of the client, declared once, in initialize
+	// (2025-11-25 requests carry no capabilities of their own).
+	if missing := t.requires.minus(parseCaps(lr.session.Capabilities).has()); !missing.empty() {
+		writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidRequest,
+			"Tool "+p.Name+" requires the client capabilities "+strings.Join(missing.names(), ", ")+"; declare them in initialize")
 		return true
 	}
 	if err := t.validate(p.Arguments); err != nil {

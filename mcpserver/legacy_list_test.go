@@ -167,6 +167,31 @@ func TestLegacyAnswer_Refused(t *testing.T) {
 	}
 }
 
+// TestLegacyCall_Requires: a 2025-11-25 task call of a tool that needs a
+// client capability is refused, naming it, unless the session declared it
+// in initialize (before, the task was made, and asked a question the
+// client had not said it could answer).
+func TestLegacyCall_Requires(t *testing.T) {
+	t.Parallel()
+	c := startServer(t, serverConfig{})
+	for _, tc := range []struct {
+		name, caps string
+		refused    bool
+	}{
+		{"no elicitation", `{}`, true},
+		{"URL elicitation only", `{"elicitation":{"url":{}}}`, true},
+		{"elicitation", `{"elicitation":{}}`, false},
+	} {
+		resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp",
+			body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + tc.caps + `,"clientInfo":{"name":"t","version":"1"}}}`)})
+		s := &legacySession{t: t, c: c, id: resp.header.Get("Mcp-Session-Id")}
+		rep := s.call("tools/call", `{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}`)
+		if refused := rep.Error != nil && strings.Contains(rep.Error.Message, "elicitation.form") && strings.Contains(rep.Error.Message, "initialize"); refused != tc.refused {
+			t.Errorf("%s: %s; want refused (naming elicitation.form and initialize): %v", tc.name, rep.raw, tc.refused)
+		}
+	}
+}
+
 // TestLegacyListPages: tasks/list pages through all of a principal's
 // 2025-11-25 tasks, newest first, each once; another principal lists none
 // of them and cannot read them, and its session does not serve the first.
