@@ -290,9 +290,17 @@ func TestCLI_TasksResume(t *testing.T) {
 		t.Errorf("the resumed task's result: %q", got)
 	}
 
+	// A pending call the server answers at once: its result is shown (it
+	// is kept nowhere), and the call removed.
+	journal = journalWith(t, client.Entry{ServerURL: p.url, Tool: "greet", Args: json.RawMessage(`{"name":"Ada"}`), IdempotencyKey: "k-1", CreatedAt: time.Now()})
+	out, errOut, code := cliRun(t, journal, "tasks", "--resume")
+	if code != exitOK || !strings.Contains(errOut, "answered at once") || !strings.Contains(errOut, "Hello, Ada!") || !strings.Contains(out, "No tasks in the journal.") {
+		t.Errorf("tasks --resume of a call answered at once: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+
 	// A pending call the server refuses is reported and removed.
 	journal = journalWith(t, client.Entry{ServerURL: p.url, Tool: "no_such_tool", IdempotencyKey: "k-2", CreatedAt: time.Now()})
-	out, errOut, code := cliRun(t, journal, "tasks", "--resume")
+	out, errOut, code = cliRun(t, journal, "tasks", "--resume")
 	if code != exitTransport || !strings.Contains(errOut, "no_such_tool") || !strings.Contains(out, "No tasks in the journal.") {
 		t.Errorf("tasks --resume of a refused call: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}

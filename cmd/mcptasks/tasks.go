@@ -113,7 +113,9 @@ func (f *tasksFlags) resendPending(ctx context.Context, j client.Journal, entrie
 				fmt.Fprintf(s.err, "mcptasks: %v\n", err)
 				failed++
 			case res.Task == nil:
-				fmt.Fprintf(s.err, "mcptasks: the pending call of %s on %s was answered at once, without a task\n", e.Tool, u)
+				// Its result is shown here or never: nothing keeps it.
+				fmt.Fprintf(s.err, "mcptasks: the pending call of %s on %s was answered at once, without a task:\n", e.Tool, u)
+				writeContent(s.err, res.Result)
 			}
 		}
 	}
