@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 // (store.ApplyClaim): it increments losses and returns lost.
 //
 // The parameters are now, the limit (NULL: no limit), the owner, the new
-// lease expiry, and, in claimToolsSQL, the tools. The predicate is that of
+// lease expiry, the claim's token (see claimedSQL), and, in claimToolsSQL,
+// the tools. The predicate is that of
 // store.Claimable, given that the table allows only the five statuses.
 //
 // Two costs of that index. It holds (created_at, id) only, and its
@@ -37,7 +39,7 @@ import (
 // updated_at, which the finished index (migration 006) holds, and are not.
 const (
 	claimSQL      = claimHead + claimTail
-	claimToolsSQL = claimHead + `AND tool = ANY($5)` + claimTail
+	claimToolsSQL = claimHead + `AND tool = ANY($6)` + claimTail
 
 	claimHead = `WITH cand AS (
 		SELECT id AS cand_id, lease_owner AS prev_owner
@@ -52,7 +54,7 @@ const (
 		FOR UPDATE SKIP LOCKED
 	), claimed AS (
 		UPDATE mcptasks_tasks
-		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4,
+		SET attempt = attempt + 1, lease_owner = $3, lease_expires_at = $4, claim_token = $5,
 		    losses = losses + CASE WHEN prev_owner <> '' THEN 1 ELSE 0 END,
 		    history = ` + historyClaimed + `
 		FROM cand
@@ -77,29 +79,30 @@ const historyClaimed = `CASE WHEN jsonb_array_length(coalesce(history, '[]')) >=
 			'kind', 'claimed', 'attempt', attempt + 1, 'worker', left($3, 64),
 			'lost', CASE WHEN prev_owner <> '' THEN true END)))`
 
-// claimQuery returns the claim statement of p and its arguments.
-func claimQuery(p store.ClaimParams) (string, []any) {
+// claimQuery returns the claim statement of p with token and its
+// arguments.
+func claimQuery(p store.ClaimParams, token string) (string, []any) {
 	var limit any // NULL: no limit
 	if p.Limit > 0 {
 		limit = int64(p.Limit)
 	}
-	args := []any{timeValue(p.Now), limit, p.Owner, timeValue(p.LeaseExpiresAt)}
+	args := []any{timeValue(p.Now), limit, p.Owner, timeValue(p.LeaseExpiresAt), token}
 	if p.Tools == nil {
 		return claimSQL, args
 	}
 	return claimToolsSQL, append(args, p.Tools)
 }
 
-// claimedSQL finds the tasks that one claim leased: the claim's owner and
-// lease expiry name it (an owner claims once at a time, and each claim
-// has an expiry of its own), among the tasks of the claimable index, as
-// its condition is repeated (the leased ones, not the suspended or ended
-// ones). lost is that of the claim's history event, the last claimed one.
+// claimedSQL finds the tasks that one claim leased, and holds still: those
+// of its owner with its token (a later claim of the task writes its own),
+// among the tasks of the claimable index, as its condition is repeated
+// (the leased ones, not the suspended or ended ones). lost is that of the
+// claim's history event, the last claimed one.
 const claimedSQL = `SELECT ` + columns + `, coalesce((
 		SELECT (e ->> 'lost')::boolean FROM jsonb_array_elements(history) AS e
 		WHERE e ->> 'kind' = 'claimed' ORDER BY (e ->> 'seq')::int DESC LIMIT 1), false)
 	FROM mcptasks_tasks
-	WHERE ` + claimableWhere + ` AND lease_owner = $1 AND lease_expires_at = $2
+	WHERE ` + claimableWhere + ` AND lease_owner = $1 AND claim_token = $2
 	ORDER BY created_at, id`
 
 // claimLookups bounds the reads of claimed: the first at once, the next
@@ -108,8 +111,8 @@ const claimLookups = 3
 
 // Claim implements [store.Store]. It is one statement; see claimSQL. If
 // the statement fails, the claim may have committed all the same (the
-// connection broke after COMMIT): the tasks it leased are looked up, and
-// returned if there are any; else the error is. Without that, they would
+// connection broke after COMMIT): the tasks it leased are looked up by its
+// token, and returned if there are any; else the error is. Without that, they would
 // stay leased to a worker that never runs them, and be taken for lost a
 // lease later (a tool that is not re-run would fail without having run).
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
@@ -118,7 +121,8 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	q, args := claimQuery(p)
+	token := rand.Text()
+	q, args := claimQuery(p, token)
 	out, err := s.queryClaimed(ctx, q, args...)
 	if err == nil {
 		return out, nil
@@ -131,7 +135,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 			case <-time.After(time.Duration(50<<i) * time.Millisecond):
 			}
 		}
-		found, lerr := s.queryClaimed(ctx, claimedSQL, p.Owner, timeValue(p.LeaseExpiresAt))
+		found, lerr := s.queryClaimed(ctx, claimedSQL, p.Owner, token)
 		if lerr == nil {
 			if len(found) == 0 {
 				break // the claim did not commit

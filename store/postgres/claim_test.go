@@ -92,7 +92,7 @@ func (c *replyCutter) relay(server, client net.Conn) {
 }
 
 // TestClaim_LostReply: a claim that committed but whose reply was lost
-// returns the tasks it leased, with their lost flags, instead of an error
+// returns the tasks it leased, and only those, with their lost flags, instead of an error
 // that left them leased to a worker that never ran them (a lease later, the
 // next claim took the first run for a lost one: a tool that is not re-run
 // failed "worker lost" without having run).
@@ -142,7 +142,14 @@ func TestClaim_LostReply(t *testing.T) {
 	}
 
 	// A claim that leased nothing, its reply lost: the error, as the
-	// lookup finds nothing it leased.
+	// lookup finds nothing it leased, not even a task that the same owner
+	// holds with the same lease expiry (created claimed, as engine.Create
+	// makes them, in the same millisecond), which it already runs.
+	held := newTask("held")
+	store.ApplyClaim(held, store.ClaimParams{Owner: "w1", Now: now, LeaseExpiresAt: now.Add(2 * lease)})
+	if err := direct.Create(ctx, held); err != nil {
+		t.Fatal(err)
+	}
 	cutter.armed.Store(true)
 	if cs, err := proxied.Claim(ctx, store.ClaimParams{Owner: "w1", Now: now, LeaseExpiresAt: now.Add(2 * lease), Limit: 10}); err == nil || len(cs) != 0 {
 		t.Errorf("claim of nothing, reply lost: %v %v; want the error", cs, err)

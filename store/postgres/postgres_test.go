@@ -619,9 +619,9 @@ func TestQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := t0.Add(time.Hour + time.Minute) // a few dozen TTLs have elapsed
-	claimAll, claimArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10})
-	claimTools, toolArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10, Tools: []string{"tool-0", "tool-1"}})
-	claimNoLimit, noLimitArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute)})
+	claimAll, claimArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10}, "t")
+	claimTools, toolArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute), Limit: 10, Tools: []string{"tool-0", "tool-1"}}, "t")
+	claimNoLimit, noLimitArgs := claimQuery(store.ClaimParams{Owner: "w", Now: now, LeaseExpiresAt: now.Add(time.Minute)}, "t")
 	working, err := store.ListParams{Status: task.Working, Limit: 10}.Query()
 	if err != nil {
 		t.Fatal(err)
