@@ -21,10 +21,11 @@ const DefaultMaxInflightBytes = 64 << 20
 // carries a task (tasks/get, a 2025-11-25 tasks/result), the task's size
 // before it encodes the reply, and gives both back when it is done. A
 // request that does not fit is refused at once (HTTP 503 with
-// Retry-After before its body is read; a -32603 "busy" error for a reply):
-// waiting would hold the memory the budget is for. A task subscription's
-// notice takes its size while it is written; one that does not fit is
-// not kept but made again after busyRetry.
+// Retry-After before its body is read; a -32603 "busy" error for a
+// tasks/get): waiting would hold the memory the budget is for. Two
+// replies wait instead, read again after busyRetry, as an error would
+// mean what it must not: a 2025-11-25 tasks/result, whose error a client
+// takes for the tool's, and a task subscription's notice.
 //
 // A request that stays (a stream: a subscriptions/listen, a 2025-11-25
 // tasks/result; a tools/call that runs its tool inline, for as long as the

@@ -191,9 +191,11 @@ func registerBlob(size int, release <-chan struct{}) func(*mcpserver.Server) err
 // TestLegacyResult_HeldInBudget: the result that a 2025-11-25
 // tasks/result reply carries comes out of the in-flight budget as that of
 // tasks/get does: while other requests hold what it needs, tasks/result
-// gets -32603 busy, and the result once they are done (before, any number
-// of such replies held their results beyond the budget, each one written
-// to a client that need not read it).
+// waits, and answers with the result once they are done (before, any
+// number of such replies held their results beyond the budget, each one
+// written to a client that need not read it). It waits rather than answer
+// "busy": tasks/result answers what the call would have, and a client
+// takes an error there for the tool's.
 func TestLegacyResult_HeldInBudget(t *testing.T) {
 	t.Parallel()
 	const budget, size = 1 << 20, 600 << 10
@@ -205,20 +207,35 @@ func TestLegacyResult_HeldInBudget(t *testing.T) {
 			t.Fatal("the task did not complete within 10 s")
 		}
 	}
-	result := `{"taskId":"` + id + `"}`
 	release := holdInflight(t, c, 500<<10)
-	if rep := s.call("tasks/result", result); rep.Error == nil || !strings.Contains(rep.Error.Message, "Server busy") {
-		t.Errorf("tasks/result of a %d-byte result beside 500 KiB in flight (budget 1 MiB): %.200s; want -32603 busy", size, rep.raw)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	answered := make(chan string, 1)
+	go func() {
+		resp, err := c.http.Do(req)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- string(b)
+	}()
+	select {
+	case body := <-answered:
+		t.Fatalf("tasks/result of a %d-byte result beside 500 KiB in flight (budget 1 MiB) answered: %.200s; want it to wait", size, body)
+	case <-time.After(600 * time.Millisecond):
 	}
 	release()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		rep := s.call("tasks/result", result)
-		if rep.Error == nil && len(rep.Result) > size {
-			break
+	select {
+	case body := <-answered:
+		if strings.Contains(body, `"error"`) || len(body) < size {
+			t.Errorf("tasks/result once the budget is free: %.200s; want the result", body)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tasks/result once the budget is free: %.200s", rep.raw)
-		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tasks/result did not answer within 10 s of the budget's room")
 	}
 }
 

@@ -156,13 +156,22 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			}
 			last, delay = seen, legacyResultPollMin
 		}
-		if r.Status.Terminal() {
-			// The reply carries the result: held until it is written, as
-			// the result of tasks/get is.
-			if !lr.held.take(r.Size()) {
-				reply("error", errBusy)
-				return
+		// The reply carries the result: held until it is written, as the
+		// result of tasks/get is. One that does not fit waits, on the
+		// stream, for room: an error here would be taken for the tool's
+		// (tasks/result answers what the call would have).
+		if r.Status.Terminal() && !lr.held.take(r.Size()) {
+			if stream == nil {
+				stream = startSSE(lr.w)
 			}
+			if time.Since(lastSent) >= legacyKeepAlive {
+				stream.comment("keep-alive")
+				lastSent = time.Now()
+			}
+			wait.Reset(busyRetry)
+			continue
+		}
+		if r.Status.Terminal() {
 			res, rpcErr := r.LegacyResult()
 			switch {
 			case res != nil:
