@@ -498,11 +498,12 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-// TestMux_OriginChecks: every route of Mux, whatever the method, refuses
-// a browser of another origin and a request under a rebound Host name
-// with HTTP 403, and serves programs (before, /healthz, /readyz and
-// /metrics answered a DNS-rebinding page, and a GET or OPTIONS of /mcp
-// got go-sdk's 405 instead of 403).
+// TestMux_OriginChecks: /mcp and /metrics, whatever the method, refuse a
+// browser of another origin and a request under a rebound Host name with
+// HTTP 403, and serve programs (before, /metrics answered a DNS-rebinding
+// page, and a GET or OPTIONS of /mcp got go-sdk's 405 instead of 403);
+// /healthz and /readyz, which tell nothing more than up and ready, answer
+// anyone, as probes through proxies need.
 func TestMux_OriginChecks(t *testing.T) {
 	t.Parallel()
 	srv := mcpserver.New(&mcp.Implementation{Name: "t", Version: "0"}, &mcpserver.Options{Store: memory.New(), Engine: &engine.Options{Workers: -1}})
@@ -512,8 +513,11 @@ func TestMux_OriginChecks(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
 	hs := httptest.NewServer(srv.Mux()) // a loopback listener
 	t.Cleanup(hs.Close)
-	for _, route := range []struct{ method, path string }{
-		{"GET", "/healthz"}, {"GET", "/readyz"}, {"GET", "/metrics"}, {"GET", "/mcp"}, {"OPTIONS", "/mcp"}, {"HEAD", "/mcp"},
+	for _, route := range []struct {
+		method, path string
+		open         bool // answers anyone
+	}{
+		{"GET", "/healthz", true}, {"GET", "/readyz", true}, {"GET", "/metrics", false}, {"GET", "/mcp", false}, {"OPTIONS", "/mcp", false}, {"HEAD", "/mcp", false},
 	} {
 		for _, tc := range []struct {
 			name   string
@@ -539,8 +543,9 @@ func TestMux_OriginChecks(t *testing.T) {
 				t.Fatal(err)
 			}
 			resp.Body.Close()
-			if refused := resp.StatusCode == http.StatusForbidden; refused != (tc.want == http.StatusForbidden) {
-				t.Errorf("%s %s, %s: HTTP %d; want 403: %v", route.method, route.path, tc.name, resp.StatusCode, tc.want == http.StatusForbidden)
+			want403 := tc.want == http.StatusForbidden && !route.open
+			if refused := resp.StatusCode == http.StatusForbidden; refused != want403 {
+				t.Errorf("%s %s, %s: HTTP %d; want 403: %v", route.method, route.path, tc.name, resp.StatusCode, want403)
 			}
 		}
 	}

@@ -15,10 +15,9 @@ import (
 const readyTimeout = 2 * time.Second
 
 // HealthHandler answers "ok" while the process serves HTTP at all: a
-// liveness check (/healthz). Like every handler of the server, it is
-// behind the Host and Origin checks (see Protect).
+// liveness check (/healthz). It answers anyone: it tells nothing more.
 func (s *Server) HealthHandler() http.Handler {
-	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") }))
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 }
 
 // ReadyHandler answers "ready" when the server may take requests: it has
@@ -27,7 +26,7 @@ func (s *Server) HealthHandler() http.Handler {
 // saying why (a store's error is logged, not sent: /readyz answers anyone),
 // so that a load balancer sends requests elsewhere (/readyz).
 func (s *Server) ReadyHandler() http.Handler {
-	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case s.eng.Load() == nil:
 			http.Error(w, "not started", http.StatusServiceUnavailable)
@@ -49,14 +48,18 @@ func (s *Server) ReadyHandler() http.Handler {
 			}
 		}
 		fmt.Fprintln(w, "ready")
-	}))
+	})
 }
 
 // MetricsHandler serves the server's Prometheus metrics (/metrics): the
 // engine's store calls and task flow, the live tasks by status, and those
 // of [Options.Registry] (by default Go's runtime and the process). A
 // scrape counts the live tasks in the store (at most once every 5 s), so
-// at most two are served at once; more get HTTP 503.
+// at most two are served at once; more get HTTP 503. It is behind the
+// Host and Origin checks of the MCP endpoint (see Protect): a page of
+// another origin, or one that rebinds its name to a loopback listener,
+// does not read it. Scrape a loopback listener under a loopback name
+// (localhost, 127.0.0.1).
 func (s *Server) MetricsHandler() http.Handler {
 	return s.Protect(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 2}))
 }

@@ -37,7 +37,9 @@ func newCrossOrigin(allowed []string) *http.CrossOriginProtection {
 // browser sent from another origin, gets HTTP 403. Handler and the
 // operational handlers are behind them already; Protect is for what is
 // served beside them, such as an authenticating wrapper of Handler, which
-// must not answer a page of another origin, even with a 401.
+// must not answer a page of another origin, even with a 401. As go-sdk
+// does, it takes a connection that reached a loopback address for one
+// of a loopback listener (a wildcard listener reached over loopback too).
 func (s *Server) Protect(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if refused := s.checkOrigin(r); refused != "" {
