@@ -87,10 +87,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 	if decodeJSON(body, &m) != nil || m.JSONRPC != "2.0" {
 		return false // the guard reports it
 	}
-	// Without a version header, only initialize: whatever version it asks
-	// for, go-sdk may settle on 2025-11-25 (a client newer than the server
-	// asks for its newest), and then the session is ours to give.
-	if v == "" && m.Method != "initialize" {
+	if v == "" && !initializeLegacyOrLater(&m) {
 		return false
 	}
 	if m.Method != "" && m.ID != nil { // a request (not an answer): its id as every reply carries it
@@ -149,6 +146,21 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 	}
 	writeError(w, http.StatusOK, m.ID, codeMethodNotFound, "Method not found: "+m.Method)
 	return true
+}
+
+// initializeLegacyOrLater reports whether m is an initialize that asks for
+// 2025-11-25 or a later version (versions are dates, and compare as
+// strings; a draft's name sorts after them): go-sdk settles a later one
+// on 2025-11-25 (a client newer than the server asks for its newest),
+// and then the session is ours to give. Older versions are go-sdk's.
+func initializeLegacyOrLater(m *legacyMessage) bool {
+	if m.Method != "initialize" {
+		return false
+	}
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	return decodeJSON(m.Params, &p) == nil && p.ProtocolVersion >= task.LegacyProtocolVersion
 }
 
 // legacyInitialize lets go-sdk answer initialize, then adds the tasks
