@@ -363,16 +363,17 @@ func (l *legacy) answer(ctx context.Context, c *Client, k *call) func(*message) 
 		_ = json.Unmarshal(k.params["name"], &tool)
 	}
 	return func(m *message) {
-		key := inputKey(m.ID)
-		raw, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(strconv.Quote(m.Method)), "params": m.Params})
-		irs, err := decodeInputRequests(map[string]json.RawMessage{key: raw}, tool, "")
+		if l.pong(ctx, c, m) {
+			return
+		}
+		key, req, err := inputRequestOf(m, tool, "")
 		var res json.RawMessage
 		switch {
 		case err != nil:
 		case k.handler == nil:
 			err = errors.New("the client has no InputHandler to answer it")
 		default:
-			res, err = answerWith(ctx, k.handler, key, irs[key])
+			res, err = answerWith(ctx, k.handler, key, req)
 		}
 		if err != nil {
 			c.log.Info("refusing a request of the server", "method", m.Method, "err", err)
@@ -384,6 +385,37 @@ func (l *legacy) answer(ctx context.Context, c *Client, k *call) func(*message) 
 			c.log.Warn("answering a request of the server", "method", m.Method, "err", err)
 		}
 	}
+}
+
+// pong answers m if it is a ping, and reports whether it was: a ping is
+// no question for the user.
+func (l *legacy) pong(ctx context.Context, c *Client, m *message) bool {
+	if m.Method != "ping" {
+		return false
+	}
+	if err := l.respond(ctx, c, m.ID, json.RawMessage(`{}`)); err != nil {
+		c.log.Warn("answering a ping of the server", "err", err)
+	}
+	return true
+}
+
+// inputRequestOf returns the input key (its JSON-RPC id) and the input
+// request of m, a request the server sent, asked for tool's task taskID.
+func inputRequestOf(m *message, tool, taskID string) (string, *InputRequest, error) {
+	key := inputKey(m.ID)
+	method, err := json.Marshal(m.Method)
+	if err != nil {
+		return "", nil, err
+	}
+	raw, err := json.Marshal(map[string]json.RawMessage{"method": method, "params": m.Params})
+	if err != nil {
+		return "", nil, err
+	}
+	irs, err := decodeInputRequests(map[string]json.RawMessage{key: raw}, tool, taskID)
+	if err != nil {
+		return "", nil, err
+	}
+	return key, irs[key], nil
 }
 
 // refuse sends an error response to the server's request id.

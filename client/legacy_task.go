@@ -108,15 +108,16 @@ func (t *Task) legacyInput(ctx context.Context, leg *legacy, st *TaskStatus) err
 		if r, ok := rel.Meta[task.MetaRelatedTask]; ok && r.TaskID != t.ID {
 			return // another task's question
 		}
-		key := inputKey(m.ID)
-		raw, _ := json.Marshal(map[string]json.RawMessage{"method": json.RawMessage(`"` + m.Method + `"`), "params": m.Params})
-		irs, err := decodeInputRequests(map[string]json.RawMessage{key: raw}, t.Tool, t.ID)
+		if leg.pong(ctx, t.c, m) {
+			return
+		}
+		key, req, err := inputRequestOf(m, t.Tool, t.ID)
 		if err != nil {
 			t.c.log.Warn("ignoring a request of the server", "task", t.ID, "err", err)
 			return
 		}
 		mu.Lock()
-		reqs[key] = irs[key]
+		reqs[key] = req
 		mu.Unlock()
 		t.mu.Lock()
 		t.inputIDs[key] = m.ID

@@ -239,14 +239,18 @@ func TestLegacyFlakyServer(t *testing.T) {
 }
 
 // TestLegacySyncQuestion: a 2025-11-25 server (go-sdk's own, stateful)
-// whose plain tool asks while it serves tools/call, on the call's own SSE
-// reply: the client answers through its InputHandler, and without one
-// refuses the question at once. Before, it ignored the question, and the
+// whose plain tool pings, then asks, while it serves tools/call, on the
+// call's own SSE reply: the client answers the ping itself and the
+// question through its InputHandler, and without one refuses the question
+// at once. Before, it ignored the question, and the
 // call waited until its context ended.
 func TestLegacySyncQuestion(t *testing.T) {
 	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if err := req.Session.Ping(ctx, nil); err != nil { // answered by the client itself, not its handler
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "ping: " + err.Error()}}}, nil, nil
+		}
 		r, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Name?",
 			RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "string"}}}})
 		if err != nil {
