@@ -341,3 +341,30 @@ func TestCancelAsOperator(t *testing.T) {
 		}
 	})
 }
+
+// TestCancel_RightAfterCreate: a Cancel made as soon as Create
+// returned (the client's next request) misses the handler, which runs on
+// until the next heartbeat.
+func TestCancel_RightAfterCreate(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		p := &cancelProbe{}
+		e := startEngine(t, mem, []*Tool{{Name: "job", Handler: p.handle}}, Options{})
+		id := create(t, e, "job").ID
+		if err := e.Cancel(bg, principal, id); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		synctest.Wait()
+		time.Sleep(testLease)
+		synctest.Wait()
+		// The handler either ran and was stopped at once, or never ran (the
+		// claim came after the cancel).
+		if d := p.at.Sub(start); p.runs.Load() > 0 && d != 0 {
+			t.Errorf("handler kept running for %v after Cancel returned (cause %v)", d, p.cause)
+		}
+		if r := get(t, mem, id); r.Status != task.Cancelled {
+			t.Errorf("status %s, want cancelled", r.Status)
+		}
+	})
+}

@@ -142,21 +142,6 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		default:
 		}
 	}
-	// A handler of a tool that holds gives its worker slot up while it
-	// waits if it can take one of MaxHolding tokens, which it keeps, in the
-	// slot's place, until its run ends: answered, it runs on at once, never
-	// waiting for a slot behind handlers whose questions are not answered
-	// (Workers + MaxHolding bound such handlers). Without a token it keeps
-	// its slot.
-	keepSlot := false
-	if !x.tool.suspends() && !x.holding {
-		select {
-		case e.holding <- struct{}{}:
-			x.holding = true
-		default:
-			keepSlot = true
-		}
-	}
 	defer func() {
 		if err == nil && !x.slot && !x.holding {
 			select { // take a slot back before running on
@@ -203,9 +188,16 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		if !hold { // the write that stored the requests suspended the task
 			return nil, r.suspended()
 		}
-		if x.slot && !keepSlot {
+		// Waiting for a person must not hold a worker slot. A handler of a
+		// tool that holds gives its slot up only for one of MaxHolding
+		// tokens, taken when it first waits and kept, in the slot's place,
+		// until its run ends: answered, it runs on at once, never waiting
+		// for a slot behind handlers whose questions are not answered
+		// (Workers + MaxHolding bound such handlers). Without a token it
+		// keeps its slot.
+		if x.slot && (x.tool.suspends() || x.holding || e.takeHolding(x)) {
 			x.slot = false
-			e.freeSlot() // waiting for a person must not hold a worker slot
+			e.freeSlot()
 		}
 		select {
 		case <-ctx.Done():
@@ -225,6 +217,17 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			return nil, r.suspend(ctx)
 		case <-x.input:
 		}
+	}
+}
+
+// takeHolding takes one of MaxHolding tokens for x, if one is free.
+func (e *Engine) takeHolding(x *execution) bool {
+	select {
+	case e.holding <- struct{}{}:
+		x.holding = true
+		return true
+	default:
+		return false
 	}
 }
 

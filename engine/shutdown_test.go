@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -232,5 +233,51 @@ func TestShutdownReleaseFails(t *testing.T) {
 		update(t, b, r.ID, map[string]string{"k": accept("yes")})
 		synctest.Wait()
 		wantStatus(t, mem, r.ID, task.Completed)
+	})
+}
+
+// TestShutdown_DeadlineBeforeHandler is the same, made
+// deterministic: the runner is held (by a log line it writes before track,
+// here a slow log handler) until Shutdown has cancelled what it tracks.
+func TestShutdown_DeadlineBeforeHandler(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		// A task whose worker was lost: its re-run logs before it is tracked.
+		if err := mem.Create(bg, &task.Record{ID: task.NewIDAt(now), Principal: principal, Tool: "job", Args: json.RawMessage(`{}`),
+			Status: task.Working, CreatedAt: now, UpdatedAt: now, TTL: time.Hour * 24, PollInterval: time.Second,
+			Attempt: 1, LeaseOwner: "dead", LeaseExpiresAt: now.Add(-time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+		escape := make(chan struct{})
+		h := func(ctx context.Context, _ *Run) (json.RawMessage, error) {
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-escape:
+				return nil, errors.New("escaped")
+			}
+		}
+		reached, proceed := make(chan struct{}), make(chan struct{})
+		hook := &onMessage{Handler: slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}),
+			msg: "re-running task after a lost worker", f: func() { close(reached); <-proceed }}
+		e := startEngine(t, mem, []*Tool{{Name: "job", Handler: h, Retry: RetryPolicy{Rerun: true}}}, Options{Logger: slog.New(hook)})
+		<-reached
+		expired, cancel := context.WithCancel(bg)
+		cancel()
+		returned := make(chan error, 1)
+		go func() { returned <- e.Shutdown(expired) }()
+		synctest.Wait() // Shutdown has cancelled every tracked handler: none
+		close(proceed)
+		synctest.Wait()
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		select {
+		case <-returned:
+		default:
+			t.Errorf("Shutdown with an expired deadline has not returned an hour later: the handler was never cancelled")
+			close(escape)
+			<-returned
+		}
 	})
 }

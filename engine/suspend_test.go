@@ -464,3 +464,36 @@ func TestMaxHolding_AnsweredRunsOn(t *testing.T) {
 		wantStatus(t, st, first, task.Completed)
 	})
 }
+
+// TestSuspended_AnsweredWhileSlotsFull: a suspended task answered on this
+// process while every worker slot is busy is claimed only at the next
+// claim tick, not when a slot frees: Update does not set backlog.
+func TestSuspended_AnsweredWhileSlotsFull(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		var s suspender
+		release := make(chan struct{})
+		busy := &Tool{Name: "busy", Handler: func(ctx context.Context, _ *Run) (json.RawMessage, error) {
+			<-release
+			return json.RawMessage(`{}`), nil
+		}}
+		e := startEngine(t, mem, []*Tool{s.tool(false), busy}, Options{Workers: 1, SuspendAfter: -1, ClaimInterval: time.Minute})
+		synctest.Wait()
+		a := create(t, e, "ask")
+		synctest.Wait()
+		wantSuspended(t, e, mem, a.ID)
+		create(t, e, "busy")
+		synctest.Wait()
+		update(t, e, a.ID, map[string]string{"k": accept("K")})
+		synctest.Wait()
+		close(release) // the slot frees now
+		freed := time.Now()
+		synctest.Wait()
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		r := wantStatus(t, mem, a.ID, task.Completed)
+		if d := r.UpdatedAt.Sub(freed); d > 0 {
+			t.Errorf("answered task resumed %v after a slot freed, want at once", d)
+		}
+	})
+}

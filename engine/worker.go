@@ -32,6 +32,11 @@ type execution struct {
 	tool     *Tool
 	toolName string
 	log      *slog.Logger // the engine's: lines about the run go through logAt
+	// ctx is the handler's context, without its span; cancel ends it with
+	// a cause. Both are made when the run begins, before it is tracked,
+	// so that a cancel or a Shutdown reaches a run that has not started
+	// its handler yet.
+	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	input    chan struct{}   // buffered(1): answers may have arrived
 	parked   <-chan struct{} // closed by Shutdown: release if parked
@@ -117,6 +122,9 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	// claim loop would block Shutdown).
 	free := e.reserveSlots()
 	if free == 0 {
+		// Whatever woke the loop (an answer, another replica's create)
+		// waits for a slot: the next one freed claims it, not the tick.
+		e.backlog.Store(true)
 		return 0, nil
 	}
 	now := e.now()
@@ -141,11 +149,22 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 
 // begin runs the claimed task c, for which the caller took a worker slot,
 // on a runner: one waiting for its next job, or a new one. create is the
-// task's pending create, if it is not stored yet (see pendingCreate).
+// task's pending create, if it is not stored yet (see pendingCreate). The
+// run is tracked before begin returns: a cancel of the task, or a
+// Shutdown whose deadline passed, reaches it even before its handler runs.
 func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time, create *pendingCreate) {
 	e.obs.TaskClaimed(c.Tool, now.Sub(c.CreatedAt), c.Lost)
 	e.handlers.Add(1)
-	j := job{ctx, c, create}
+	x := &execution{id: c.ID, attempt: c.Attempt, tool: e.tools[c.Tool], toolName: c.Tool, log: e.log,
+		input: make(chan struct{}, 1), parked: e.draining, slot: true, held: c.LeaseExpiresAt, create: create, st: e.st}
+	if create != nil {
+		x.st = foldingStore{Store: e.st, p: create}
+	}
+	// The handler's ctx outlives ctx: Shutdown stops claiming first and
+	// cancels running handlers only when its drain deadline passes.
+	x.ctx, x.cancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	e.track(x)
+	j := job{ctx, c, x}
 	select {
 	case e.idle <- j:
 	default:
@@ -155,9 +174,9 @@ func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time, crea
 
 // job is an execution for a runner: execute's arguments.
 type job struct {
-	ctx    context.Context
-	c      store.Claimed
-	create *pendingCreate
+	ctx context.Context
+	c   store.Claimed
+	x   *execution
 }
 
 // runnerIdle is how long a runner waits for its next job before it exits.
@@ -180,7 +199,7 @@ func (e *Engine) runner(j job) {
 		func() {
 			defer e.handlers.Done()
 			pprof.SetGoroutineLabels(j.ctx)
-			e.execute(j.ctx, j.c, j.create)
+			e.execute(j.ctx, j.c, j.x)
 		}()
 		j = job{} // not kept alive while waiting
 		if expire == nil {
@@ -246,13 +265,10 @@ func (e *Engine) freeSlot() {
 	}
 }
 
-// execute runs one claimed task to its end, or until its lease is lost.
-// It owns one worker slot, taken by the caller, and gives it back.
-func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendingCreate) {
-	x := &execution{id: c.ID, attempt: c.Attempt, toolName: c.Tool, log: e.log, slot: true, held: c.LeaseExpiresAt, create: create, st: e.st}
-	if create != nil {
-		x.st = foldingStore{Store: e.st, p: create}
-	}
+// execute runs one claimed task, tracked as x by begin, to its end, or
+// until its lease is lost. It owns one worker slot, taken by the caller,
+// and gives it back.
+func (e *Engine) execute(loopCtx context.Context, c store.Claimed, x *execution) {
 	defer func() {
 		if x.slot {
 			e.freeSlot()
@@ -261,16 +277,20 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 			<-e.holding
 		}
 	}()
-	t := e.tools[c.Tool]
-	// The handler's ctx outlives loopCtx: Shutdown stops claiming first and
-	// cancels running handlers only when its drain deadline passes.
+	// After finish, so that the heartbeat keeps the lease while a failed
+	// write of the end is retried; also when the handler ends its
+	// goroutine (runtime.Goexit runs this function's deferred calls too).
+	defer e.untrack(x)
+	t := x.tool
 	runCtx, span := e.startSpan(context.WithoutCancel(loopCtx), c)
 	defer span.End()
 	x.span = span
 	fence := func() store.FenceParams { return store.FenceParams{ID: c.ID, Attempt: c.Attempt, Now: e.now()} }
-	ctx, cancel := context.WithCancelCause(runCtx) // the handler's
-	defer cancel(nil)
-	x.cancel = cancel
+	ctx := x.ctx // the handler's, with the run's span
+	if e.trc != nil {
+		ctx = trace.ContextWithSpan(ctx, span)
+	}
+	defer x.cancel(nil)
 	run := &Run{e: e, x: x, rec: c.Record}
 	// finish writes the run's end, retried as a handler's writes are
 	// (storeCall), while the run is still tracked (the heartbeat keeps its
@@ -316,15 +336,9 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, create *pendi
 		x.logAt(runCtx, slog.LevelWarn, "re-running task after a lost worker")
 	}
 
-	x.tool, x.input, x.parked = t, make(chan struct{}, 1), e.draining
-	e.track(x)
-	// After finish, so that the heartbeat keeps the lease while a failed
-	// write of the end is retried; also when the handler ends its
-	// goroutine (runtime.Goexit runs this function's deferred calls too).
-	defer e.untrack(x)
 	res, err := callHandler(ctx, t.Handler, run)
 	cause := context.Cause(ctx)
-	cancel(nil)
+	x.cancel(nil)
 
 	switch {
 	case cause == nil && errors.Is(err, ErrSuspended):

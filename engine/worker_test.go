@@ -456,3 +456,41 @@ func goroutineID() string {
 	b = b[:runtime.Stack(b, false)]
 	return strings.Fields(string(b))[1]
 }
+
+// TestMaxHolding_TakenOnlyToWait: a handler of a tool that holds
+// whose RequestInput is answered from the store at once (a re-run) takes a
+// MaxHolding token though it never gives its slot up, and keeps both for
+// its run: a handler that then waits must keep its slot, and a new task
+// finds no slot.
+func TestMaxHolding_TakenOnlyToWait(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		now := time.Now().UTC().Truncate(time.Millisecond)
+		// Released at a shutdown while it waited, then answered: claimable.
+		if err := mem.Create(bg, &task.Record{ID: task.NewIDAt(now), Principal: principal, Tool: "hold", Args: json.RawMessage(`{}`),
+			Status: task.Working, CreatedAt: now, UpdatedAt: now, TTL: 24 * time.Hour, PollInterval: time.Second,
+			Attempt: 1, Answers: map[string]json.RawMessage{"k": json.RawMessage(accept("K"))}}); err != nil {
+			t.Fatal(err)
+		}
+		hold := &Tool{Name: "hold", Retry: RetryPolicy{Rerun: true}, Hold: true, Handler: func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			key := "j"
+			if run.Attempt() == 2 {
+				key = "k" // the re-run: answered in the store
+			}
+			if _, err := run.RequestInput(ctx, asks(key), ""); err != nil {
+				return nil, err
+			}
+			<-ctx.Done() // long work
+			return nil, context.Cause(ctx)
+		}}
+		e := startEngine(t, mem, []*Tool{hold, {Name: "quick", Handler: returns(`{}`)}}, Options{Workers: 2, MaxHolding: 1})
+		synctest.Wait() // the re-run works, answered at once
+		create(t, e, "hold")
+		synctest.Wait() // it waits for "j"
+		c := create(t, e, "quick")
+		synctest.Wait()
+		if r := get(t, mem, c.ID); r.Status != task.Completed {
+			t.Errorf("with 2 workers, one running and one waiting for input (MaxHolding 1 unused by any waiter), a new task is %s, want completed", r.Status)
+		}
+	})
+}
