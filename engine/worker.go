@@ -36,17 +36,17 @@ type execution struct {
 	// a cause. Both are made when the run begins, before it is tracked,
 	// so that a cancel or a Shutdown reaches a run that has not started
 	// its handler yet.
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	input    chan struct{}   // buffered(1): answers may have arrived
-	parked   <-chan struct{} // closed by Shutdown: release if parked
-	slot     bool            // holds a worker slot; guarded by being used by one goroutine
-	holding  bool            // holds a MaxHolding token instead (a tool that holds); as slot
-	span     trace.Span      // the run's span; records nothing without tracing
-	waiting  atomic.Bool     // the handler waits in RequestInput
-	held     time.Time       // the lease as last extended; guarded by Engine.mu
-	create   *pendingCreate  // the task's create, if it waited for the first write
-	st       store.Store     // what the run writes to: the store, or a foldingStore of create
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	input   chan struct{}   // buffered(1): answers may have arrived
+	parked  <-chan struct{} // closed by Shutdown: release if parked
+	slot    bool            // holds a worker slot; guarded by being used by one goroutine
+	holding bool            // holds a MaxHolding token instead (a tool that holds); as slot
+	span    trace.Span      // the run's span; records nothing without tracing
+	waiting atomic.Bool     // the handler waits in RequestInput
+	held    time.Time       // the lease as last extended; guarded by Engine.mu
+	create  *pendingCreate  // the task's create, if it waited for the first write
+	st      store.Store     // what the run writes to: the store, or a foldingStore of create
 }
 
 // logAt writes a line about the run, naming its task, when level is
