@@ -28,9 +28,16 @@ type legacySession struct {
 // initialize opens a session as the principal of token.
 func initialize(t *testing.T, c *testClient, token string) *legacySession {
 	t.Helper()
+	return initializeWith(t, c, token, `{}`)
+}
+
+// initializeWith opens a session as the principal of token, declaring
+// the capabilities caps (a JSON object).
+func initializeWith(t *testing.T, c *testClient, token, caps string) *legacySession {
+	t.Helper()
 	h := http.Header{"Authorization": {"Bearer " + token}}
 	resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h,
-		body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)})
+		body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"clientInfo":{"name":"t","version":"1"}}}`)})
 	sid := resp.header.Get("Mcp-Session-Id")
 	if sid == "" {
 		t.Fatalf("initialize: HTTP %d, no session: %s", resp.status, resp.body)
@@ -129,9 +136,7 @@ func TestLegacyAnswer_Refused(t *testing.T) {
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sampled"}}}, nil, nil
 			})
 	}})
-	resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp",
-		body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{},"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)})
-	s := &legacySession{t: t, c: c, id: resp.header.Get("Mcp-Session-Id")}
+	s := initializeWith(t, c, "", `{"sampling":{},"elicitation":{}}`)
 	status := func(id string) string {
 		var r struct {
 			Status string `json:"status"`
@@ -186,9 +191,7 @@ func TestLegacyCall_Requires(t *testing.T) {
 		{"URL elicitation only", `{"elicitation":{"url":{}}}`, true},
 		{"elicitation", `{"elicitation":{}}`, false},
 	} {
-		resp := c.do(t, &rawRequest{method: http.MethodPost, path: "/mcp",
-			body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + tc.caps + `,"clientInfo":{"name":"t","version":"1"}}}`)})
-		s := &legacySession{t: t, c: c, id: resp.header.Get("Mcp-Session-Id")}
+		s := initializeWith(t, c, "", tc.caps)
 		rep := s.call("tools/call", `{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}`)
 		if refused := rep.Error != nil && strings.Contains(rep.Error.Message, "elicitation.form") && strings.Contains(rep.Error.Message, "initialize"); refused != tc.refused {
 			t.Errorf("%s: %s; want refused (naming elicitation.form and initialize): %v", tc.name, rep.raw, tc.refused)
