@@ -55,10 +55,10 @@ Clients of MCP 2025-11-25 (VS Code, the TypeScript SDK v1, mcp-go) get that
 version's experimental tasks, on the same store. With --tools it serves the
 command tools of a tools.yaml file (see examples/tools.yaml), and only those;
 without --tools, or with --demo, it serves the conformance fixtures and the
-demo tools (export_report, archive_logs, link_account). /healthz says the process is up; /readyz says
-whether the store answers (HTTP 503 when not, before start and while
-draining); /metrics serves Prometheus metrics (with --auth-tokens, to a
-bearer token of the file).
+demo tools (export_report, archive_logs, link_account). /healthz says the
+process is up; /readyz says whether the store answers (HTTP 503 when not,
+before start and while draining); /metrics serves Prometheus metrics (with
+--auth-tokens, to a bearer token of the file).
 
 SIGTERM or Ctrl-C drains: the listener closes, tasks that wait for input are
 released to be resumed later, running tasks get --drain-timeout to finish,

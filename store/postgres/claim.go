@@ -111,10 +111,11 @@ const claimLookups = 3
 
 // Claim implements [store.Store]. It is one statement; see claimSQL. If
 // the statement fails, the claim may have committed all the same (the
-// connection broke after COMMIT): the tasks it leased are looked up by its
-// token, and returned if there are any; else the error is. Without that, they would
-// stay leased to a worker that never runs them, and be taken for lost a
-// lease later (a tool that is not re-run would fail without having run).
+// connection broke after COMMIT): the tasks it leased are looked up by
+// its token, and returned if there are any; else the error is. Without
+// that, they would stay leased to a worker that never runs them, and be
+// taken for lost a lease later (a tool that is not re-run would fail
+// without having run).
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
 	if p.Tools != nil && len(p.Tools) == 0 {
 		return nil, nil // no tool matches, as in store.Claimable
