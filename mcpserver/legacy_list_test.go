@@ -1,5 +1,7 @@
 package mcpserver_test
 
+//lint:file-ignore SA1019 sampling is deprecated, but still input a 2025-11-25 task may ask for
+
 import (
 	"context"
 	"encoding/json"
