@@ -250,7 +250,9 @@ func TestShutdown_DeadlineBeforeHandler(t *testing.T) {
 			t.Fatal(err)
 		}
 		escape := make(chan struct{})
+		var calls atomic.Int32
 		h := func(ctx context.Context, _ *Run) (json.RawMessage, error) {
+			calls.Add(1)
 			select {
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
@@ -278,6 +280,9 @@ func TestShutdown_DeadlineBeforeHandler(t *testing.T) {
 			t.Errorf("Shutdown with an expired deadline has not returned an hour later: the handler was never cancelled")
 			close(escape)
 			<-returned
+		}
+		if n := calls.Load(); n != 0 {
+			t.Errorf("the handler of a run cancelled before it started was called %d times, want none (its work would be thrown away)", n)
 		}
 	})
 }

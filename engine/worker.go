@@ -124,8 +124,11 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 	if free == 0 {
 		// Whatever woke the loop (an answer, another replica's create)
 		// waits for a slot: the next one freed claims it, not the tick.
+		// One freed before the flag was set did not see it: look again.
 		e.backlog.Store(true)
-		return 0, nil
+		if free = e.reserveSlots(); free == 0 {
+			return 0, nil
+		}
 	}
 	now := e.now()
 	claimed, err := e.st.Claim(ctx, store.ClaimParams{
@@ -336,7 +339,13 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, x *execution)
 		x.logAt(runCtx, slog.LevelWarn, "re-running task after a lost worker")
 	}
 
-	res, err := callHandler(ctx, t.Handler, run)
+	// A run cancelled before its handler starts (a cancel, a Shutdown
+	// past its deadline) does not start it: its work would be thrown away.
+	var res json.RawMessage
+	var err error
+	if context.Cause(ctx) == nil {
+		res, err = callHandler(ctx, t.Handler, run)
+	}
 	cause := context.Cause(ctx)
 	x.cancel(nil)
 
