@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
 )
 
@@ -367,4 +368,79 @@ func TestCancel_RightAfterCreate(t *testing.T) {
 			t.Errorf("status %s, want cancelled", r.Status)
 		}
 	})
+}
+
+// cancelOnClaim cancels each task right after the store leased it to a
+// worker and before the engine tracks it: a tasks/cancel whose commit
+// lands while the claim's (or the create-claim's) reply is on its way.
+type cancelOnClaim struct {
+	store.Store
+	e     *Engine
+	atOnce bool
+}
+
+func (c *cancelOnClaim) cancel(id string) {
+	if c.atOnce {
+		_, _ = c.e.CancelNow(bg, principal, id)
+	} else {
+		_ = c.e.Cancel(bg, principal, id)
+	}
+}
+
+func (c *cancelOnClaim) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
+	cs, err := c.Store.Claim(ctx, p)
+	for _, x := range cs {
+		c.cancel(x.ID)
+	}
+	return cs, err
+}
+
+func (c *cancelOnClaim) Create(ctx context.Context, r *task.Record) error {
+	err := c.Store.Create(ctx, r)
+	if err == nil && r.LeaseOwner != "" {
+		c.cancel(r.ID)
+	}
+	return err
+}
+
+// TestCancel_WhileClaiming: a cancel that commits while the store call
+// that leases the task to this engine is in flight (a claim, or a create
+// claimed in its insert) reaches the run it begins at once: the engine
+// keeps it until the run is tracked. Before, it reached the handler only
+// at the next heartbeat (Lease/3), and the handler ran until then.
+func TestCancel_WhileClaiming(t *testing.T) {
+	for _, path := range []string{"create", "claim"} {
+		for _, atOnce := range []bool{false, true} {
+			t.Run(path+map[bool]string{false: "/Cancel", true: "/CancelNow"}[atOnce], func(t *testing.T) {
+				bubble(t, func(t *testing.T) {
+					mem := newMem()
+					cs := &cancelOnClaim{Store: mem, atOnce: atOnce}
+					p := &cancelProbe{}
+					// Not re-run: no fold, the create path inserts claimed.
+					e := startEngine(t, cs, []*Tool{{Name: "job", Handler: p.handle}}, Options{})
+					cs.e = e
+					var id string
+					if path == "create" {
+						id = create(t, e, "job").ID
+					} else {
+						front := newEngine(t, mem, []*Tool{{Name: "job", Handler: p.handle}}, Options{Owner: "front", Workers: -1})
+						id = create(t, front, "job").ID
+						e.signal()
+					}
+					start := time.Now()
+					synctest.Wait()
+					time.Sleep(testLease)
+					synctest.Wait()
+					// Cancelled before its handler started: it never runs,
+					// and the task ends cancelled at once.
+					if n := p.runs.Load(); n != 0 {
+						t.Errorf("the handler ran %d times (the last stopped %v after the cancel); want none", n, p.at.Sub(start))
+					}
+					if r := get(t, mem, id); r.Status != task.Cancelled || r.UpdatedAt.After(start) {
+						t.Errorf("status %s at +%v, want cancelled at once", r.Status, r.UpdatedAt.Sub(start))
+					}
+				})
+			})
+		}
+	}
 }

@@ -146,6 +146,13 @@ type Engine struct {
 
 	mu      sync.Mutex
 	running map[string]*execution
+	// claiming counts the store calls in flight that may lease tasks to
+	// this engine (a claim, a create claimed in its insert); while there
+	// are any, cancels of tasks that no run here tracks are kept in
+	// cancelled (at most maxEarlyCancels), for a run that such a call
+	// begins to be cancelled at once (see notify, track).
+	claiming  int
+	cancelled map[string]bool
 	hbStop  chan struct{} // closed to stop the heartbeat loop; nil when it does not run
 	// claimCtx is the context of the claim loop, set by Start and guarded
 	// by mu: Create claims the tasks it makes under it (nil: not started).

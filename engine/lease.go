@@ -19,6 +19,10 @@ func (e *Engine) track(x *execution) {
 		old.cancel(errLeaseLost)
 	}
 	e.running[x.id] = x
+	if e.cancelled[x.id] { // cancelled while the call that leased it was in flight
+		delete(e.cancelled, x.id)
+		x.cancel(errCancelRequested)
+	}
 	if e.hbStop == nil {
 		e.hbStop = make(chan struct{})
 		e.beats.Add(1)

@@ -109,6 +109,9 @@ func (e *Engine) Create(ctx context.Context, p CreateParams) (*task.Record, erro
 		e.obs.TaskCreated(p.Tool)
 		return r, nil
 	}
+	if claim {
+		defer e.claimCall()()
+	}
 	if err := e.st.Create(ctx, r); err != nil {
 		var dup *store.DuplicateError
 		isDup := errors.As(err, &dup)
@@ -333,11 +336,26 @@ func (e *Engine) CancelNow(ctx context.Context, principal, id string) (*task.Rec
 	return r, nil
 }
 
+// maxEarlyCancels bounds the cancels kept while claims are in flight:
+// past it, a run that such a claim begins learns of its cancel at its
+// first heartbeat.
+const maxEarlyCancels = 1024
+
 // notify wakes the local execution of a task, if this process runs it,
-// and reports whether it does.
+// and reports whether it does. A cancel of a task that no run tracks is
+// kept while a claim is in flight, as the claim may have leased it: the
+// run it begins is cancelled when it is tracked. (A kept cancel that no
+// claim meets is forgotten when none is in flight; one met later is
+// right too: a cancel request stays with its task.)
 func (e *Engine) notify(id string, cancel bool) bool {
 	e.mu.Lock()
 	x := e.running[id]
+	if x == nil && cancel && e.claiming > 0 && len(e.cancelled) < maxEarlyCancels {
+		if e.cancelled == nil {
+			e.cancelled = map[string]bool{}
+		}
+		e.cancelled[id] = true
+	}
 	e.mu.Unlock()
 	if x == nil {
 		return false

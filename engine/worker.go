@@ -130,6 +130,7 @@ func (e *Engine) claimOnce(ctx context.Context) (int, error) {
 			return 0, nil
 		}
 	}
+	defer e.claimCall()()
 	now := e.now()
 	claimed, err := e.st.Claim(ctx, store.ClaimParams{
 		Owner: e.opts.Owner, Tools: e.names, Now: now,
@@ -172,6 +173,22 @@ func (e *Engine) begin(ctx context.Context, c store.Claimed, now time.Time, crea
 	case e.idle <- j:
 	default:
 		go e.runner(j)
+	}
+}
+
+// claimCall counts a store call that may lease tasks to this engine until
+// the function it returns is called, after the runs it leased are begun:
+// meanwhile a cancel of a task not tracked here is kept (see notify).
+func (e *Engine) claimCall() (done func()) {
+	e.mu.Lock()
+	e.claiming++
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		if e.claiming--; e.claiming == 0 {
+			e.cancelled = nil
+		}
+		e.mu.Unlock()
 	}
 }
 
