@@ -375,7 +375,7 @@ func TestCancel_RightAfterCreate(t *testing.T) {
 // lands while the claim's (or the create-claim's) reply is on its way.
 type cancelOnClaim struct {
 	store.Store
-	e     *Engine
+	e      *Engine
 	atOnce bool
 }
 

@@ -153,7 +153,7 @@ type Engine struct {
 	// begins to be cancelled at once (see notify, track).
 	claiming  int
 	cancelled map[string]bool
-	hbStop  chan struct{} // closed to stop the heartbeat loop; nil when it does not run
+	hbStop    chan struct{} // closed to stop the heartbeat loop; nil when it does not run
 	// claimCtx is the context of the claim loop, set by Start and guarded
 	// by mu: Create claims the tasks it makes under it (nil: not started).
 	claimCtx context.Context
