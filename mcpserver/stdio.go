@@ -31,34 +31,89 @@ import (
 // request it names (an inline call, a subscriptions/listen), which is then
 // answered no more.
 //
-// Call [Server.Start] first. ServeStdio returns when in ends or ctx is done. Requests still in flight
-// are then stopped (their tasks live on in the store; stdio has nobody
-// left to answer).
+// Call [Server.Start] first. ServeStdio returns when in ends or ctx is
+// done, or once out fails (nobody reads it). Requests still in flight are
+// then stopped (their tasks live on in the store; stdio has nobody left
+// to answer). A line longer than
+// Options.MaxBodyBytes is answered with a JSON-RPC error and skipped, as
+// HTTP answers such a body with 413. The goroutine that reads in ends
+// when in does.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	b := &stdioBridge{h: s.Handler(), out: out}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	b := &stdioBridge{h: s.Handler(), out: out, gone: stop}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop() // runs before wg.Wait: in-flight requests end
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), int(s.opts.MaxBodyBytes))
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(lines)
+		readErr <- readLines(ctx, in, s.opts.MaxBodyBytes, lines, b)
+	}()
+	for {
+		var line []byte
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok = <-lines:
 		}
-		msg := bytes.Clone(line)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			b.handle(ctx, msg)
-		}()
+		if !ok {
+			break
+		}
+		if serve := b.accept(ctx, line); serve != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				serve()
+			}()
+		}
 	}
-	if err := sc.Err(); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+	if err := <-readErr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
 		return fmt.Errorf("mcpserver: stdio: %w", err)
 	}
 	return nil
+}
+
+// readLines sends the non-empty lines of in, trimmed, to lines until in
+// ends (nil at EOF) or ctx is done. A line longer than max is skipped and
+// answered through b with a JSON-RPC error.
+func readLines(ctx context.Context, in io.Reader, max int64, lines chan<- []byte, b *stdioBridge) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		var line []byte
+		tooLong := false
+		for {
+			chunk, err := br.ReadSlice('\n')
+			if !tooLong {
+				if int64(len(line)+len(chunk)) > max+1 { // +1: the newline
+					tooLong, line = true, nil
+				} else {
+					line = append(line, chunk...)
+				}
+			}
+			if errors.Is(err, bufio.ErrBufferFull) {
+				continue
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if tooLong {
+				b.write(json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request too large: a line of more than %d bytes"}}`, max)))
+			} else if line = bytes.TrimSpace(line); len(line) > 0 {
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			if err != nil { // io.EOF
+				return nil
+			}
+			break
+		}
+	}
 }
 
 // stdioBridge turns stdio messages into HTTP requests of one session.
@@ -67,6 +122,7 @@ type stdioBridge struct {
 
 	outMu sync.Mutex
 	out   io.Writer
+	gone  context.CancelFunc // ends the connection once out fails: nobody reads
 
 	mu      sync.Mutex
 	session string // the Mcp-Session-Id of initialize, if any
@@ -75,22 +131,34 @@ type stdioBridge struct {
 	calls cancellable // the requests in flight, by idKey
 }
 
-// handle serves one message from the client.
-func (b *stdioBridge) handle(ctx context.Context, line []byte) {
+// accept takes one line of the client, in the order they were read, so
+// that a notifications/cancelled right behind its request finds it: it
+// answers a line that is not JSON, cancels what a notifications/cancelled
+// names, and returns the serving of any other message, to run on a
+// goroutine of its own (nil when there is nothing more to do).
+func (b *stdioBridge) accept(ctx context.Context, line []byte) (serve func()) {
 	if !json.Valid(line) {
 		b.write(json.RawMessage(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}`))
-		return
+		return nil
 	}
 	m := readStdioMessage(line)
 	if m.method == "notifications/cancelled" {
 		b.calls.cancel(idKey(m.requestID))
-		return
+		return nil
 	}
+	done := func() {}
 	if m.method != "" && m.id != nil {
-		var done func()
 		ctx, done = b.calls.track(ctx, idKey(m.id))
-		defer done()
 	}
+	return func() {
+		defer done()
+		b.handle(ctx, line, m)
+	}
+}
+
+// handle serves the message m of the client, line, in ctx: the request's
+// own if it is one (see accept).
+func (b *stdioBridge) handle(ctx context.Context, line []byte, m stdioMessage) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://localhost/mcp", bytes.NewReader(line))
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -273,7 +341,9 @@ func (b *stdioBridge) write(msg []byte) {
 	buf.WriteByte('\n')
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
-	_, _ = b.out.Write(buf.Bytes())
+	if _, err := b.out.Write(buf.Bytes()); err != nil && b.gone != nil {
+		b.gone()
+	}
 }
 
 // pipeResponse is an http.ResponseWriter whose body streams through a

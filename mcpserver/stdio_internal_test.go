@@ -25,7 +25,9 @@ func TestStdioPlainError(t *testing.T) {
 			h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				http.Error(w, "session not found", http.StatusNotFound)
 			})}
-		b.handle(context.Background(), []byte(c.line))
+		if serve := b.accept(context.Background(), []byte(c.line)); serve != nil {
+			serve()
+		}
 		if out.String() != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.line, out.String(), c.want)
 		}
@@ -64,7 +66,9 @@ func TestStdioReadsLikeHTTP(t *testing.T) {
 				w.WriteHeader(http.StatusBadRequest)
 				_, _ = io.WriteString(w, answer)
 			})}
-		b.handle(context.Background(), []byte(c.line))
+		if serve := b.accept(context.Background(), []byte(c.line)); serve != nil {
+			serve()
+		}
 		want := c.want
 		if want == "answer" {
 			want = answer + "\n"

@@ -25,6 +25,7 @@ import (
 type stdioPeer struct {
 	t     *testing.T
 	in    *io.PipeWriter
+	out   *io.PipeReader // what the server writes, read into lines
 	lines chan json.RawMessage
 	done  chan error
 }
@@ -41,6 +42,12 @@ func startStdio(t *testing.T) *stdioPeer {
 // startStdioWith is startStdio with the tools that register adds.
 func startStdioWith(t *testing.T, register func(*mcpserver.Server) error) *stdioPeer {
 	t.Helper()
+	return startStdioCtx(t, context.Background(), register)
+}
+
+// startStdioCtx is startStdioWith serving until ctx is done.
+func startStdioCtx(t *testing.T, ctx context.Context, register func(*mcpserver.Server) error) *stdioPeer {
+	t.Helper()
 	st := memory.New()
 	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
 		Store: st, Engine: &engine.Options{Workers: 4},
@@ -53,9 +60,9 @@ func startStdioWith(t *testing.T, register func(*mcpserver.Server) error) *stdio
 	}
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &stdioPeer{t: t, in: inW, lines: make(chan json.RawMessage, 16), done: make(chan error, 1)}
+	p := &stdioPeer{t: t, in: inW, out: outR, lines: make(chan json.RawMessage, 16), done: make(chan error, 1)}
 	go func() {
-		p.done <- srv.ServeStdio(context.Background(), inR, outW)
+		p.done <- srv.ServeStdio(ctx, inR, outW)
 		outW.Close()
 	}()
 	go func() {
@@ -348,5 +355,91 @@ func TestStdioCancel(t *testing.T) {
 				t.Errorf("the next message is %v, want the answer to tools/list: the cancelled call was answered", m)
 			}
 		})
+	}
+}
+
+// TestStdio_ContextEnds: ServeStdio returns once its context is done,
+// though the client keeps stdin open (before, it went on reading, and
+// answered nothing: SIGTERM did not end "serve --stdio").
+func TestStdio_ContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := startStdioCtx(t, ctx, func(*mcpserver.Server) error { return nil })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
+	p.next()
+	cancel()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("ServeStdio did not return with its context done and stdin open")
+	}
+}
+
+// TestStdioCancel_RightBehind: a notifications/cancelled written right
+// behind its request, in the same write, stops it: cancels and requests
+// are matched in the order they are read (before, each line was handled
+// on a goroutine of its own, and a cancel could come first, find nothing,
+// and let the call run to its answer).
+func TestStdioCancel_RightBehind(t *testing.T) {
+	p := startStdioWith(t, func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "pause"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				select {
+				case <-ctx.Done():
+					return nil, nil, ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paused"}}}, nil, nil
+				}
+			})
+	})
+	const calls = 50
+	var batch strings.Builder
+	for i := range calls {
+		fmt.Fprintf(&batch, "%s\n%s\n",
+			expandMeta(fmt.Sprintf(`{"jsonrpc":"2.0","id":"c%d","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"pause"}}`, i)),
+			expandMeta(fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":$META_NOTASKS,"requestId":"c%d"}}`, i)))
+	}
+	if _, err := io.WriteString(p.in, batch.String()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // past the tool's 50 ms: a call not stopped has answered by now
+	p.send(`{"jsonrpc":"2.0","id":"after","method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
+	if m := p.next(); string(m["id"]) != `"after"` {
+		t.Errorf("the first message is %s, want the answer to tools/list: a call cancelled right behind its request was answered", m["id"])
+	}
+}
+
+// TestStdio_LineTooLong: a line longer than MaxBodyBytes gets a JSON-RPC
+// error, and the connection serves on (before, ServeStdio ended with
+// "token too long", and the process with it).
+func TestStdio_LineTooLong(t *testing.T) {
+	p := startStdioWith(t, func(*mcpserver.Server) error { return nil })
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS,"pad":"` + strings.Repeat("x", int(mcpserver.DefaultMaxBodyBytes)) + `"}}`)
+	if m := p.next(); string(m["id"]) != "null" || !strings.Contains(string(m["error"]), "-32600") || !strings.Contains(string(m["error"]), "too large") {
+		t.Errorf("a line over MaxBodyBytes: %v, want a -32600 error saying it is too large", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
+	if m := p.next(); string(m["id"]) != "2" || m["result"] == nil {
+		t.Errorf("the request after it: %v, want its answer", m)
+	}
+}
+
+// TestStdio_OutputGone: once the client stops reading (its end of stdout
+// closed), ServeStdio returns, so that the process drains, though stdin
+// stays open (before, it served on, writing to nobody; "serve --stdio"
+// died of SIGPIPE instead of draining).
+func TestStdio_OutputGone(t *testing.T) {
+	p := startStdioWith(t, func(*mcpserver.Server) error { return nil })
+	p.out.Close()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("ServeStdio did not return once its output failed")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -281,6 +283,9 @@ func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
 		return err
 	}
 	rt.log.Info("serving on stdio", "store", storeLabel(f.store), "workers", f.workers)
+	// A host that closes its end of stdout must not kill the process
+	// (SIGPIPE) before it drains: the write fails, and ServeStdio ends.
+	signal.Ignore(syscall.SIGPIPE)
 	err = rt.srv.ServeStdio(ctx, os.Stdin, os.Stdout)
 	rt.log.Info("draining", "timeout", f.drainTimeout)
 	rt.drainFor(f.drainTimeout)
