@@ -53,7 +53,11 @@ type event struct {
 
 // detail reads the task of r's path, or returns nil if there is none.
 func (c *Console) detail(r *http.Request, se *session) (*detailBody, error) {
-	rec, err := c.st.Get(r.Context(), r.PathValue("id"))
+	id := r.PathValue("id")
+	if !task.ValidID(id) {
+		return nil, nil // not a task id: none is stored under it
+	}
+	rec, err := c.st.Get(r.Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}

@@ -6,7 +6,9 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -72,6 +74,11 @@ func (f listFilter) params(now time.Time) (store.ListParams, error) {
 	}
 	if p.Status != "" && !p.Status.Valid() {
 		return p, fmt.Errorf("status %q is not a task status", f.Status)
+	}
+	for _, v := range []struct{ name, value string }{{"tool", f.Tool}, {"principal", f.Principal}, {"text", f.Text}, {"id", f.ID}} {
+		if !utf8.ValidString(v.value) || strings.ContainsRune(v.value, 0) {
+			return p, fmt.Errorf("%s %q is not text (UTF-8 without NUL)", v.name, v.value)
+		}
 	}
 	if len(f.Text) > store.MaxListText {
 		return p, fmt.Errorf("the status message search is %d bytes long: at most %d", len(f.Text), store.MaxListText)

@@ -84,6 +84,24 @@ func TestListPage_BadInput(t *testing.T) {
 	}
 }
 
+// TestBadBytes: filters that are not text (invalid UTF-8, NUL) get 400
+// naming the parameter, and a path that is not a task id is an unknown
+// task, on every store: on Postgres, which refuses such bytes, they were
+// HTTP 500 (and a live page of such an id re-read it for ever).
+func TestBadBytes(t *testing.T) {
+	forEach(t, true, func(t *testing.T, b backend) {
+		h := newHarness(t, b, Options{}, false)
+		c := h.as(aliceToken)
+		for _, q := range []string{"tool=a%00b", "principal=%FF", "text=%FF", "text=a%00", "tool=%C3%28", "id=%FF"} {
+			name, _, _ := strings.Cut(q, "=")
+			wantPage(t, c.get("/tasks?"+q), http.StatusBadRequest, name+" &#34;")
+		}
+		wantPage(t, c.get("/tasks/%FF"), http.StatusNotFound)
+		wantPage(t, c.get("/tasks"), http.StatusOK) // for the form's token
+		wantPage(t, c.post("/tasks/%FF/cancel", url.Values{"csrf": {c.csrf}}), http.StatusNotFound)
+	})
+}
+
 // TestListPage_Pages follows the pages of a long list: 120 tasks, 50 a
 // page, each linking the next, and the first.
 func TestListPage_Pages(t *testing.T) {

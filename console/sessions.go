@@ -112,14 +112,16 @@ func (s *sessions) fromRequest(r *http.Request) *session {
 }
 
 // setCookie sends the cookie of se: HttpOnly (no script reads it),
-// SameSite=Strict (no other site's page sends it), Secure when the
+// SameSite=Lax (another site's page sends it only when it links here, as
+// a top-level GET: an operator who follows a link from a chat or a ticket
+// stays signed in; its forms carry the CSRF token besides), Secure when the
 // request came over HTTPS (directly, or through a proxy that says so),
 // and expiring with the session.
 func (s *sessions) setCookie(w http.ResponseWriter, r *http.Request, se *session) {
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: se.id, Path: "/",
 		Expires: se.expires, MaxAge: int(se.expires.Sub(s.now()).Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
 	})
 }
 
@@ -127,7 +129,7 @@ func (s *sessions) setCookie(w http.ResponseWriter, r *http.Request, se *session
 func clearCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: secureRequest(r),
 	})
 }
 

@@ -285,6 +285,9 @@ const OperatorCancelMessage = "Cancelled by an operator"
 // message OperatorCancelMessage), and an unknown or expired task is
 // ErrNotFound. It returns the task after the request.
 func (e *Engine) CancelAsOperator(ctx context.Context, id string) (*task.Record, error) {
+	if !task.ValidID(id) {
+		return nil, ErrNotFound
+	}
 	r, err := e.st.Get(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || err == nil && r.Expired(e.now()) {
 		return nil, ErrNotFound
