@@ -199,6 +199,11 @@ func TestStdioListen(t *testing.T) {
 			if m := p.next(); json.Unmarshal(m["result"], &cr) != nil || cr.TaskID == "" {
 				t.Fatalf("tools/call: %v", m)
 			}
+			// The question is asked: an answer before it would be one to
+			// no question (the create is stored without the question when
+			// the handler is slower than the fold window, on a loaded
+			// machine), and the task would wait on.
+			waitStatus(t, p, cr.TaskID, "input_required")
 			p.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["` + cr.TaskID + `","unknown"]}}}`)
 			ack := p.next()
 			if string(ack["method"]) != `"notifications/subscriptions/acknowledged"` ||
