@@ -24,15 +24,16 @@ const fastPathVersion = task.ProtocolVersion
 // header) and reports false for all others, which then go through go-sdk
 // and get its answers. What it answers, it answers exactly as the go-sdk
 // path would, apart from replying with application/json instead of an SSE
-// stream (clients must accept both).
-func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *message, h *held) bool {
+// stream (clients must accept both). principal is the request's, as the
+// guard decided it.
+func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, principal string, m *message, h *held) bool {
 	if s.opts.DisableFastPath || !s.fastEligible(r, m) {
 		return false
 	}
 	res, err := s.serveTask(r.Context(), &taskCall{
 		method:         m.Method,
 		declared:       DeclaresTasks(fastPathVersion, m.Params.Meta.ClientCapabilities),
-		principal:      s.httpPrincipal(r),
+		principal:      principal,
 		taskID:         m.Params.TaskID,
 		inputResponses: m.Params.InputResponses,
 		header:         r.Header,
@@ -54,7 +55,7 @@ func (s *Server) serveTaskMethod(w http.ResponseWriter, r *http.Request, m *mess
 // Prepare step, no MRTR fields and no Mcp-Param-* headers to check.
 // Everything else (sync calls, MRTR rounds, unknown tools) goes through
 // go-sdk.
-func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message) bool {
+func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, principal string, m *message) bool {
 	t := s.tools[m.Params.Name]
 	if s.opts.DisableFastPath || t == nil || t.opts.Prepare != nil || t.paramHeaders ||
 		m.Params.InputResponses != nil || m.Params.RequestState != nil ||
@@ -81,7 +82,7 @@ func (s *Server) serveCreate(w http.ResponseWriter, r *http.Request, m *message)
 		return true
 	}
 	res, err := s.createTask(r.Context(), t, &taskRequest{args: args, caps: caps, meta: rawMeta(m.body), key: key,
-		principal: s.httpPrincipal(r), header: r.Header, trace: m.Params.Meta})
+		principal: principal, header: r.Header, trace: m.Params.Meta})
 	if err != nil {
 		writeRPCError(w, m.ID, err)
 		return true

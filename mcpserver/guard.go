@@ -23,7 +23,9 @@ import (
 // through untouched. The body is read once, bounded, and handed on.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return s.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.httpPrincipal(r) == "" {
+		// Who sends the request, decided once for all that serves it.
+		principal := s.httpPrincipal(r)
+		if principal == "" {
 			// Authenticated, but as nobody: with no principal to bind its
 			// tasks to, the request is not served.
 			s.log.Error("refused a request without a principal: its TokenInfo has no UserID, or Options.Principal returned \"\"")
@@ -73,7 +75,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			writeRPCError(w, nil, err)
 			return
 		}
-		if s.serveLegacy(w, r, body, h, next) {
+		if s.serveLegacy(w, r, principal, body, h, next) {
 			return
 		}
 		var msg message
@@ -91,7 +93,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		case methodListen:
 			// A task subscription, on either route (see serveTaskListen).
 			if n := msg.Params.Notifications; n != nil && present(n.TaskIDs) {
-				s.serveTaskListen(w, r, &msg, n.TaskIDs, h, next)
+				s.serveTaskListen(w, r, principal, &msg, n.TaskIDs, h, next)
 				return
 			}
 			// Any other listen stays open too, holding its body (go-sdk
@@ -109,14 +111,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 					"Mcp-Name header must equal params.taskId for "+msg.Method)
 				return
 			}
-			if msg.Method == methodGet && !s.pollAllowed(w, msg.ID, s.httpPrincipal(r), id) {
+			if msg.Method == methodGet && !s.pollAllowed(w, msg.ID, principal, id) {
 				return
 			}
-			if s.serveTaskMethod(w, r, &msg, h) {
+			if s.serveTaskMethod(w, r, principal, &msg, h) {
 				return
 			}
 		case "tools/call", "resources/read", "prompts/get":
-			if msg.Method == "tools/call" && s.serveCreate(w, r, &msg) {
+			if msg.Method == "tools/call" && s.serveCreate(w, r, principal, &msg) {
 				return
 			}
 			// go-sdk compares this header with the body without decoding
@@ -131,7 +133,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			// A 2025-11-25 request over HTTP, which its session's
 			// notifications/cancelled may end, and nothing else (see
 			// legacyCallKey).
-			ctx, done := s.legacyCalls.track(context.WithoutCancel(r.Context()), legacyCallKey(s.httpPrincipal(r), r.Header.Get("Mcp-Session-Id"), msg.ID))
+			ctx, done := s.legacyCalls.track(context.WithoutCancel(r.Context()), legacyCallKey(principal, r.Header.Get("Mcp-Session-Id"), msg.ID))
 			defer done()
 			r = r.WithContext(ctx)
 		}
@@ -153,7 +155,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // declare the Tasks extension gets -32021 (TASKS-SPEC §3.2, §3.12): here,
 // or in the middleware once go-sdk has read its _meta (go-sdk itself knows
 // nothing of taskIds and would acknowledge it).
-func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *message, raw json.RawMessage, h *held, next http.Handler) {
+func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, principal string, m *message, raw json.RawMessage, h *held, next http.Handler) {
 	ids, err := listenTaskIDs(raw, s.opts.MaxSubscribedTasks)
 	if err != nil {
 		writeRPCError(w, m.ID, err)
@@ -164,7 +166,6 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, m *mess
 		writeRPCError(w, m.ID, listenUndeclared())
 		return
 	}
-	principal := s.httpPrincipal(r)
 	if !s.admitStream(w, h, m.ID, len(m.body)) {
 		return
 	}

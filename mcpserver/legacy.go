@@ -76,9 +76,9 @@ type legacyRequest struct {
 // gives: initialize, tools/list, task-augmented tools/call, tasks/*, the
 // answers to input requests, and unknown methods. It reports false for
 // every other request, which then goes its usual way. next is go-sdk's
-// handler; body is r's body, already read, and h its share of the
-// in-flight budget.
-func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte, h *held, next http.Handler) bool {
+// handler; principal is the request's (the guard decides it), body is r's
+// body, already read, and h its share of the in-flight budget.
+func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, principal string, body []byte, h *held, next http.Handler) bool {
 	v := r.Header.Get("MCP-Protocol-Version")
 	if v != "" && v != task.LegacyProtocolVersion {
 		return false
@@ -98,7 +98,7 @@ func (s *Server) serveLegacy(w http.ResponseWriter, r *http.Request, body []byte
 		}
 		m.ID = id
 	}
-	lr := &legacyRequest{w: w, r: r, msg: &m, principal: s.httpPrincipal(r), size: len(body), held: h}
+	lr := &legacyRequest{w: w, r: r, msg: &m, principal: principal, size: len(body), held: h}
 	if m.Method == "initialize" {
 		s.legacyInitialize(lr, body, next)
 		return true
