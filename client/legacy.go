@@ -420,17 +420,18 @@ func inputRequestOf(m *message, tool, taskID string) (string, *InputRequest, err
 
 // refuse sends an error response to the server's request id.
 func (l *legacy) refuse(ctx context.Context, c *Client, id json.RawMessage, cause error) error {
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id,
-		"error": map[string]any{"code": CodeInternalError, "message": cause.Error()}})
-	if err != nil {
-		return err
-	}
-	return l.post(ctx, c, "response", body)
+	return l.reply(ctx, c, id, "error", map[string]any{"code": CodeInternalError, "message": cause.Error()})
 }
 
 // respond sends the client's response to the server's request id.
 func (l *legacy) respond(ctx context.Context, c *Client, id, result json.RawMessage) error {
-	body, err := json.Marshal(map[string]json.RawMessage{"jsonrpc": json.RawMessage(`"2.0"`), "id": id, "result": result})
+	return l.reply(ctx, c, id, "result", result)
+}
+
+// reply sends the JSON-RPC response to the server's request id whose
+// member key ("result" or "error") is v.
+func (l *legacy) reply(ctx context.Context, c *Client, id json.RawMessage, key string, v any) error {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, key: v})
 	if err != nil {
 		return err
 	}

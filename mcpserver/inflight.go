@@ -143,8 +143,8 @@ func (h *held) release() {
 // requests that stay hold their half of the budget (see budget).
 var errStayBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by running tool calls and open streams; try again"}
 
-// busyRetry is how soon a task subscription tries again a notice that
-// did not fit the budget.
+// busyRetry is how soon a reply that waits for room in the budget (a
+// task subscription's notice, a 2025-11-25 tasks/result) tries again.
 const busyRetry = 250 * time.Millisecond
 
 // errBusy is the error of a reply that does not fit the budget.

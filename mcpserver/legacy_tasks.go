@@ -157,21 +157,10 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			last, delay = seen, legacyResultPollMin
 		}
 		// The reply carries the result: held until it is written, as the
-		// result of tasks/get is. One that does not fit waits, on the
-		// stream, for room: an error here would be taken for the tool's
-		// (tasks/result answers what the call would have).
-		if r.Status.Terminal() && !lr.held.take(r.Size()) {
-			if stream == nil {
-				stream = startSSE(lr.w)
-			}
-			if time.Since(lastSent) >= legacyKeepAlive {
-				stream.comment("keep-alive")
-				lastSent = time.Now()
-			}
-			wait.Reset(busyRetry)
-			continue
-		}
-		if r.Status.Terminal() {
+		// result of tasks/get is. One that does not fit waits below, on
+		// the stream, for room: an error here would be taken for the
+		// tool's (tasks/result answers what the call would have).
+		if r.Status.Terminal() && lr.held.take(r.Size()) {
 			res, rpcErr := r.LegacyResult()
 			switch {
 			case res != nil:
@@ -186,7 +175,7 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		if stream == nil {
 			stream = startSSE(lr.w)
 		}
-		for _, key := range slices.Sorted(maps.Keys(r.InputRequests)) {
+		for _, key := range slices.Sorted(maps.Keys(r.InputRequests)) { // none once ended
 			if sent[key] {
 				continue
 			}
@@ -202,6 +191,10 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		if time.Since(lastSent) >= legacyKeepAlive {
 			stream.comment("keep-alive")
 			lastSent = time.Now()
+		}
+		if r.Status.Terminal() { // its result waits for room in the budget
+			wait.Reset(busyRetry)
+			continue
 		}
 		wait.Reset(delay)
 		delay = min(2*delay, legacyResultPollMax)

@@ -82,36 +82,39 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 func readLines(ctx context.Context, in io.Reader, max int64, lines chan<- []byte, b *stdioBridge) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		var line []byte
-		tooLong := false
-		for {
-			chunk, err := br.ReadSlice('\n')
-			if !tooLong {
-				if int64(len(line)+len(chunk)) > max+1 { // +1: the newline
-					tooLong, line = true, nil
-				} else {
-					line = append(line, chunk...)
-				}
-			}
-			if errors.Is(err, bufio.ErrBufferFull) {
-				continue
-			}
-			if err != nil && !errors.Is(err, io.EOF) {
-				return err
-			}
-			if tooLong {
-				b.write(json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request too large: a line of more than %d bytes"}}`, max)))
-			} else if line = bytes.TrimSpace(line); len(line) > 0 {
-				select {
-				case lines <- line:
-				case <-ctx.Done():
-					return nil
-				}
-			}
-			if err != nil { // io.EOF
+		line, tooLong, err := readLine(br, max)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if tooLong {
+			b.write(json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request too large: a line of more than %d bytes"}}`, max)))
+		} else if line = bytes.TrimSpace(line); len(line) > 0 {
+			select {
+			case lines <- line:
+			case <-ctx.Done():
 				return nil
 			}
-			break
+		}
+		if err != nil { // io.EOF
+			return nil
+		}
+	}
+}
+
+// readLine reads the next line of br, newline included; a line of more
+// than max bytes is read to its end and dropped (tooLong).
+func readLine(br *bufio.Reader, max int64) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if int64(len(line)+len(chunk)) > max+1 { // +1: the newline
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...) // chunk is br's: copied
+			}
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, tooLong, err
 		}
 	}
 }

@@ -108,6 +108,20 @@ func (p *stdioPeer) next() map[string]json.RawMessage {
 	return nil
 }
 
+// wantEnded fails the test unless ServeStdio returns, without error,
+// within waitTimeout; after says after what.
+func (p *stdioPeer) wantEnded(after string) {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		if err != nil {
+			p.t.Errorf("ServeStdio: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		p.t.Fatalf("ServeStdio did not return %s", after)
+	}
+}
+
 // TestStdio: one stdio connection speaks either era, as HTTP does: a
 // 2026-07-28 request carries its version in _meta; a 2025-11-25 session
 // starts with initialize, and a task's question reaches the client as a
@@ -130,14 +144,7 @@ func TestStdio(t *testing.T) {
 			t.Fatalf("tasks/get: %s", m["result"])
 		}
 		p.in.Close()
-		select {
-		case err := <-p.done:
-			if err != nil {
-				t.Errorf("ServeStdio: %v", err)
-			}
-		case <-time.After(waitTimeout):
-			t.Fatal("ServeStdio did not return at EOF")
-		}
+		p.wantEnded("at EOF")
 	})
 	t.Run("2025-11-25", func(t *testing.T) {
 		p := startStdio(t)
@@ -372,14 +379,7 @@ func TestStdio_ContextEnds(t *testing.T) {
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
 	p.next()
 	cancel()
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("ServeStdio did not return with its context done and stdin open")
-	}
+	p.wantEnded("with its context done and stdin open")
 }
 
 // TestStdioCancel_RightBehind: a notifications/cancelled written right
@@ -439,12 +439,5 @@ func TestStdio_OutputGone(t *testing.T) {
 	p := startStdioWith(t, func(*mcpserver.Server) error { return nil })
 	p.out.Close()
 	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("ServeStdio: %v", err)
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("ServeStdio did not return once its output failed")
-	}
+	p.wantEnded("once its output failed")
 }

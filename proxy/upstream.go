@@ -84,8 +84,10 @@ func (u *Upstream) name() string {
 		return u.Name
 	case len(u.Command) > 0:
 		return filepath.Base(u.Command[0])
-	case redact.URL(u.URL) != "":
-		return redact.URL(u.URL)
+	case u.URL != "":
+		if name := redact.URL(u.URL); name != "" {
+			return name
+		}
 	}
 	return "upstream"
 }
