@@ -219,17 +219,27 @@ func (s *Server) legacyToolsList(lr *legacyRequest, body []byte, next http.Handl
 }
 
 // taskSupport returns the tool's 2025-11-25 execution.taskSupport: a tool
-// whose mode is decided per call may always run as a task.
+// whose mode is decided per call may always run as a task, and one that
+// asks the client for input (see asksClient) must.
 func (e *toolEntry) taskSupport() string {
 	switch {
-	case e.opts.Decide != nil:
-		return "optional"
-	case e.opts.Task == TaskRequired:
+	case e.opts.Task == TaskNever && e.opts.Decide == nil:
+		return ""
+	case e.opts.Task == TaskRequired || e.asksClient().names() != nil:
 		return "required"
-	case e.opts.Task == TaskOptional:
-		return "optional"
 	}
-	return ""
+	return "optional"
+}
+
+// asksClient returns what the tool's Requires names that it asks the
+// client for (elicitation, sampling, roots). In 2025-11-25 a call carries
+// such a question only in a task, on its tasks/result stream: a
+// synchronous call is served by go-sdk's stateless handler, which cannot
+// send the client a request.
+func (e *toolEntry) asksClient() needs {
+	n := e.requires
+	n.extensions = nil
+	return n
 }
 
 // patchResult serves the request through next into a buffer, lets patch
@@ -316,7 +326,20 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 	ctx := lr.r.Context()
 	t := s.tools[p.Name]
 	if len(p.Task) == 0 || string(p.Task) == "null" {
-		if t != nil && t.mode(ctx, p.Arguments) == TaskRequired {
+		if t == nil {
+			return false
+		}
+		asks := t.asksClient().names()
+		switch {
+		case asks != nil && t.taskSupport() == "":
+			writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidRequest,
+				"Tool "+p.Name+" asks the client for input ("+strings.Join(asks, ", ")+"), which a 2025-11-25 call carries only in a task, and it is not task-capable; call it with a 2026-07-28 client")
+			return true
+		case asks != nil:
+			writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
+				"Tool "+p.Name+" requires task augmentation (taskSupport: required): it asks the client for input ("+strings.Join(asks, ", ")+"), which a 2025-11-25 call carries only in a task; call it with params.task")
+			return true
+		case t.mode(ctx, p.Arguments) == TaskRequired:
 			writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
 				"Tool "+p.Name+" requires task augmentation (taskSupport: required); call it with params.task")
 			return true

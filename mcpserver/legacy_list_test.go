@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcptasks/mcptasks/internal/mcptest"
@@ -198,6 +199,72 @@ func TestLegacyCall_Requires(t *testing.T) {
 		if refused := rep.Error != nil && strings.Contains(rep.Error.Message, "elicitation.form") && strings.Contains(rep.Error.Message, "initialize"); refused != tc.refused {
 			t.Errorf("%s: %s; want refused (naming elicitation.form and initialize): %v", tc.name, rep.raw, tc.refused)
 		}
+	}
+}
+
+// TestLegacyAskingTools: in 2025-11-25 a tool that asks the client for
+// input runs only as a task, whose questions travel on its tasks/result
+// stream: tools/list says taskSupport "required" for one that may run as a
+// task, and a call without params.task is refused, saying why and what to
+// do (before, an optional one was listed "optional", and a synchronous call
+// of it got -32021 telling a client that had declared elicitation in
+// initialize to declare it in _meta). A task call of it still runs.
+func TestLegacyAskingTools(t *testing.T) {
+	t.Parallel()
+	asks := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	handler := func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		r, err := mcpserver.Elicit(ctx, "ok", &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Action}}}, nil, nil
+	}
+	c := startServer(t, serverConfig{register: func(s *mcpserver.Server) error {
+		return errors.Join(
+			mcpserver.AddTool(s, &mcp.Tool{Name: "ask_optional"}, mcpserver.ToolOptions{Task: mcpserver.TaskOptional, Requires: asks}, handler),
+			mcpserver.AddTool(s, &mcp.Tool{Name: "ask_never"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever, Requires: asks}, handler))
+	}})
+	s := initializeWith(t, c, "", `{"elicitation":{}}`)
+
+	rep := s.call("tools/list", `{}`)
+	var list struct {
+		Tools []struct {
+			Name      string `json:"name"`
+			Execution *struct {
+				TaskSupport string `json:"taskSupport"`
+			} `json:"execution"`
+		} `json:"tools"`
+	}
+	if rep.Error != nil || json.Unmarshal(rep.Result, &list) != nil {
+		t.Fatalf("tools/list: %s", rep.raw)
+	}
+	support := map[string]string{}
+	for _, tl := range list.Tools {
+		if tl.Execution != nil {
+			support[tl.Name] = tl.Execution.TaskSupport
+		}
+	}
+	for tool, want := range map[string]string{"ask_optional": "required", "ask_never": "", "slow_compute": "optional", "confirm_delete": "required"} {
+		if support[tool] != want {
+			t.Errorf("tools/list: %s has taskSupport %q, want %q", tool, support[tool], want)
+		}
+	}
+
+	for _, tc := range []struct {
+		tool     string
+		code     int64
+		mentions string
+	}{
+		{"ask_optional", -32601, "params.task"},
+		{"ask_never", -32600, "2026-07-28"},
+	} {
+		rep := s.call("tools/call", `{"name":"`+tc.tool+`","arguments":{}}`)
+		if rep.Error == nil || rep.Error.Code != tc.code || !strings.Contains(rep.Error.Message, "elicitation.form") || !strings.Contains(rep.Error.Message, tc.mentions) {
+			t.Errorf("plain call of %s: %s; want error %d naming elicitation.form and %s", tc.tool, rep.raw, tc.code, tc.mentions)
+		}
+	}
+	if id := s.callTask(`{"name":"ask_optional","arguments":{},"task":{}}`); id == "" {
+		t.Error("task call of ask_optional: no task")
 	}
 }
 
