@@ -53,32 +53,11 @@ func TestConsole(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(browser),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.WindowSize(1280, 860),
-	)
-	defer cancelAlloc()
-	list, cancelList := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
-	defer cancelList()
+	list := openBrowser(t, ctx, browser)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 
 	// Sign in: the console sends us to the sign-in form first.
-	do(t, list, "sign in",
-		chromedp.Navigate(srv.console+"tasks"),
-		chromedp.WaitVisible(css(`input[name="token"]`)),
-		chromedp.SendKeys(css(`input[name="token"]`), operatorToken),
-		chromedp.Submit(css(`input[name="token"]`)),
-		chromedp.WaitVisible(css(`form.filters`)),
-	)
+	signIn(t, list, srv)
 	if heading := value(t, list, "heading", chromedp.Text(css(`h1`))); heading != "Tasks" {
 		t.Fatalf("after signing in: page %q, want the task list", heading)
 	}
@@ -133,6 +112,97 @@ func TestConsole(t *testing.T) {
 	if !notReloaded || !updates.Exists {
 		t.Errorf("the list dropped the task with a reload (still the same page: %v; live updates: %q)", notReloaded, updates.Value)
 	}
+}
+
+// TestConsole_HiddenTabs: a tab holds its live stream only while it is
+// shown, so that a browser's six connections to a host are not all taken
+// by the streams of tabs in the background: before, the sixth tab opened
+// never loaded. A tab shown again gets what changed at once, and one shown
+// after its session ended goes to the sign-in page (its stream is refused
+// with 401, which a browser does not retry).
+//
+// Headless Chromium shows every tab, so the test hides and shows them as
+// a browser does: document.hidden and a visibilitychange event.
+func TestConsole_HiddenTabs(t *testing.T) {
+	browser := chromiumPath(t)
+	srv := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	first := openBrowser(t, ctx, browser)
+	signIn(t, first, srv)
+	tabs := []context.Context{first}
+	for i := 1; i <= 7; i++ {
+		for _, tab := range tabs {
+			do(t, tab, fmt.Sprintf("hide a tab before tab %d", i+1), setHidden(true))
+		}
+		tab, cancelTab := chromedp.NewContext(first)
+		defer cancelTab()
+		do(t, tab, "open a tab") // its first run opens it, and the end of that run's context would close it
+		loaded, cancelLoad := context.WithTimeout(tab, 15*time.Second)
+		do(t, loaded, fmt.Sprintf("load tab %d of %d", i+1, 8), chromedp.Navigate(srv.console+"tasks"), chromedp.WaitVisible(chromedp.CSS(`[data-live]`)))
+		cancelLoad()
+		tabs = append(tabs, tab)
+	}
+
+	// Shown again, the first tab gets its list at once.
+	updates := func(tab context.Context) int {
+		v := value(t, tab, "updates", chromedp.Evaluate[int](`Number(document.querySelector("[data-live]").getAttribute("data-updates") || 0)`))
+		return v
+	}
+	before := updates(first)
+	do(t, first, "show the first tab", setHidden(false))
+	do(t, first, "its update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`Number(document.querySelector("[data-live]").getAttribute("data-updates") || 0) > %d`, before)))
+
+	// Signed out in the last tab, the first one (hidden meanwhile) goes
+	// to the sign-in page once shown.
+	last := tabs[len(tabs)-1]
+	do(t, first, "hide the first tab", setHidden(true))
+	do(t, last, "sign out", chromedp.Submit(chromedp.CSS(`form[action="/logout"] button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+	do(t, first, "show the first tab again", setHidden(false))
+	do(t, first, "sent to sign in", chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+}
+
+// setHidden hides or shows the page as a browser does when its tab goes
+// to the background or comes back.
+func setHidden(hidden bool) chromedp.Action[chromedp.Void] {
+	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(
+		`Object.defineProperty(document, "hidden", {value: %t, configurable: true}); document.dispatchEvent(new Event("visibilitychange"))`, hidden))
+}
+
+// openBrowser starts a headless Chromium for the test and returns its
+// first tab.
+func openBrowser(t *testing.T, ctx context.Context, browser string) context.Context {
+	t.Helper()
+	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(browser),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 860),
+	)
+	t.Cleanup(cancelAlloc)
+	tab, cancelTab := chromedp.NewContext(alloc, chromedp.WithErrorf(t.Logf))
+	t.Cleanup(cancelTab)
+	return tab
+}
+
+// signIn signs in with the operator's token: the console sends the
+// browser to the sign-in form first.
+func signIn(t *testing.T, tab context.Context, srv *server) {
+	t.Helper()
+	do(t, tab, "sign in",
+		chromedp.Navigate(srv.console+"tasks"),
+		chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)),
+		chromedp.SendKeys(chromedp.CSS(`input[name="token"]`), operatorToken),
+		chromedp.Submit(chromedp.CSS(`input[name="token"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`form.filters`)),
+	)
 }
 
 // do runs the steps of a test step, failing t with its name.

@@ -2,23 +2,101 @@
 // replaced by what the page's event stream sends when tasks change (see
 // console/live.go). Without JavaScript the pages work as they are, and a
 // reload shows what changed.
+//
+// A page holds its stream only while it is shown: a browser gives a host
+// six connections, so hidden tabs that kept theirs would leave the next
+// page nothing to load with. A shown page opens the stream again and gets
+// what it shows at once. A stream refused for good (the server down, too
+// many live pages, the session gone) says so above the content and tries
+// again every retryMs; a signed-out page goes to the sign-in page.
 "use strict";
 (function () {
   var live = document.querySelector("[data-live]");
   if (!live || !window.EventSource) {
     return;
   }
-  var source = new EventSource(live.getAttribute("data-live"));
-  source.addEventListener("update", function (e) {
-    live.innerHTML = e.data;
-    live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
-  });
-  source.addEventListener("signedout", function () {
-    source.close();
+  var url = live.getAttribute("data-live");
+  var retryMs = 10000;
+  var source = null; // the open stream
+  var retry = null; // the timer of the next try
+  var ended = false; // the task is gone: nothing will change
+  var notice = null;
+
+  function signIn() {
     window.location.assign("/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
+  }
+  function say(text) {
+    if (!notice) {
+      notice = document.createElement("p");
+      notice.className = "notice live-stopped";
+      live.parentNode.insertBefore(notice, live);
+    }
+    notice.textContent = text;
+  }
+  function unsay() {
+    if (notice) {
+      notice.remove();
+      notice = null;
+    }
+  }
+  function close() {
+    if (source) {
+      source.close();
+      source = null;
+    }
+    if (retry) {
+      clearTimeout(retry);
+      retry = null;
+    }
+  }
+  // stopped handles a stream the browser will not reopen (it does so only
+  // after a network error): a session that is gone makes the page itself
+  // redirect to the sign-in page, anything else is tried again later.
+  function stopped() {
+    close();
+    say("Live updates stopped; trying again every " + retryMs / 1000 + " s. Reload the page to see the latest.");
+    fetch(window.location.href, { method: "HEAD", redirect: "manual", credentials: "same-origin" }).then(function (r) {
+      if (r.type === "opaqueredirect" || r.status === 401) {
+        signIn();
+      }
+    }, function () {});
+    retry = setTimeout(function () {
+      retry = null;
+      open();
+    }, retryMs);
+  }
+  function open() {
+    if (source || retry || ended || document.hidden) {
+      return;
+    }
+    var s = new EventSource(url);
+    source = s;
+    s.addEventListener("open", unsay);
+    s.addEventListener("error", function () {
+      if (s === source && s.readyState === EventSource.CLOSED) {
+        stopped();
+      }
+    });
+    s.addEventListener("update", function (e) {
+      live.innerHTML = e.data;
+      live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
+    });
+    s.addEventListener("signedout", function () {
+      close();
+      signIn();
+    });
+    s.addEventListener("end", function () {
+      ended = true;
+      close();
+      live.insertAdjacentHTML("afterbegin", '<p class="notice">This task no longer exists: it expired and was deleted.</p>');
+    });
+  }
+  document.addEventListener("visibilitychange", function () {
+    if (document.hidden) {
+      close();
+    } else {
+      open();
+    }
   });
-  source.addEventListener("end", function () {
-    source.close();
-    live.insertAdjacentHTML("afterbegin", '<p class="notice">This task no longer exists: it expired and was deleted.</p>');
-  });
+  open();
 })();
