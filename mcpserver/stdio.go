@@ -31,13 +31,15 @@ import (
 // request it names (an inline call, a subscriptions/listen), which is then
 // answered no more.
 //
-// Call [Server.Start] first. ServeStdio returns when in ends or ctx is
-// done, or once out fails (nobody reads it). Requests still in flight are
-// then stopped (their tasks live on in the store; stdio has nobody left
-// to answer). A line longer than
-// Options.MaxBodyBytes is answered with a JSON-RPC error and skipped, as
-// HTTP answers such a body with 413. The goroutine that reads in ends
-// when in does.
+// Call [Server.Start] first. When in ends (the client's way to shut the
+// server down), ServeStdio answers the requests still in flight and then
+// returns; a subscriptions/listen, which ends only when cancelled, is
+// ended at once. It returns without waiting for them when ctx is done (a
+// host that will not wait sends SIGTERM) or once out fails (nobody reads
+// it): requests still in flight are then stopped, and their tasks live on
+// in the store. A line longer than Options.MaxBodyBytes is answered with a
+// JSON-RPC error and skipped, as HTTP answers such a body with 413. The
+// goroutine that reads in ends when in does.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -45,6 +47,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop() // runs before wg.Wait: in-flight requests end
+	// The subscriptions, which end when in does.
+	listens, endListens := context.WithCancel(ctx)
+	defer endListens()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -62,7 +67,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		if !ok {
 			break
 		}
-		if serve := b.accept(ctx, line); serve != nil {
+		if serve := b.accept(ctx, listens, line); serve != nil {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -70,7 +75,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 			}()
 		}
 	}
-	if err := <-readErr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
+	err := <-readErr
+	endListens()
+	answered := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(answered)
+	}()
+	select {
+	case <-answered:
+	case <-ctx.Done():
+	}
+	if err != nil && !errors.Is(err, io.ErrClosedPipe) {
 		return fmt.Errorf("mcpserver: stdio: %w", err)
 	}
 	return nil
@@ -138,8 +154,9 @@ type stdioBridge struct {
 // that a notifications/cancelled right behind its request finds it: it
 // answers a line that is not JSON, cancels what a notifications/cancelled
 // names, and returns the serving of any other message, to run on a
-// goroutine of its own (nil when there is nothing more to do).
-func (b *stdioBridge) accept(ctx context.Context, line []byte) (serve func()) {
+// goroutine of its own (nil when there is nothing more to do). A request
+// is served in ctx, a subscriptions/listen in listens.
+func (b *stdioBridge) accept(ctx, listens context.Context, line []byte) (serve func()) {
 	if !json.Valid(line) {
 		b.write(json.RawMessage(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}`))
 		return nil
@@ -150,6 +167,9 @@ func (b *stdioBridge) accept(ctx context.Context, line []byte) (serve func()) {
 		return nil
 	}
 	done := func() {}
+	if m.method == methodListen {
+		ctx = listens
+	}
 	if m.method != "" && m.id != nil {
 		ctx, done = b.calls.track(ctx, idKey(m.id))
 	}

@@ -25,7 +25,7 @@ func TestStdioPlainError(t *testing.T) {
 			h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 				http.Error(w, "session not found", http.StatusNotFound)
 			})}
-		if serve := b.accept(context.Background(), []byte(c.line)); serve != nil {
+		if serve := b.accept(context.Background(), context.Background(), []byte(c.line)); serve != nil {
 			serve()
 		}
 		if out.String() != c.want {
@@ -66,7 +66,7 @@ func TestStdioReadsLikeHTTP(t *testing.T) {
 				w.WriteHeader(http.StatusBadRequest)
 				_, _ = io.WriteString(w, answer)
 			})}
-		if serve := b.accept(context.Background(), []byte(c.line)); serve != nil {
+		if serve := b.accept(context.Background(), context.Background(), []byte(c.line)); serve != nil {
 			serve()
 		}
 		want := c.want

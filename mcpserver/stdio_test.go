@@ -382,6 +382,50 @@ func TestStdio_ContextEnds(t *testing.T) {
 	p.wantEnded("with its context done and stdin open")
 }
 
+// TestStdio_EOFAnswersInFlight: EOF on stdin (the client's way to shut
+// the server down) lets the requests in flight be answered, and ends a
+// task subscription, which would not end by itself; then ServeStdio
+// returns. Before, EOF stopped every request in flight: a host that wrote
+// its requests and closed the pipe got no answer, though the task it
+// created ran.
+func TestStdio_EOFAnswersInFlight(t *testing.T) {
+	p := startStdioWith(t, func(srv *mcpserver.Server) error {
+		return errors.Join(tasktools.Register(srv, &tasktools.Options{Step: testStep}),
+			mcpserver.AddTool(srv, &mcp.Tool{Name: "pause"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+				func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+					select {
+					case <-ctx.Done():
+						return nil, nil, ctx.Err()
+					case <-time.After(100 * time.Millisecond):
+						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paused"}}}, nil, nil
+					}
+				}))
+	})
+	batch := expandMeta(`{"jsonrpc":"2.0","id":"sync","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"pause"}}`) + "\n" +
+		expandMeta(`{"jsonrpc":"2.0","id":"task","method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`) + "\n" +
+		expandMeta(`{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["unknown"]}}}`) + "\n"
+	if _, err := io.WriteString(p.in, batch); err != nil {
+		t.Fatal(err)
+	}
+	p.in.Close()
+	answered := map[string]bool{}
+	for len(answered) < 2 {
+		m := p.next()
+		if m["method"] != nil {
+			continue // the subscription's acknowledgement, if it came before EOF
+		}
+		var id string
+		if json.Unmarshal(m["id"], &id) != nil || m["result"] == nil {
+			t.Fatalf("want the answers to the two calls, got %v", m)
+		}
+		answered[id] = true
+	}
+	if !answered["sync"] || !answered["task"] {
+		t.Errorf("answered %v, want sync and task", answered)
+	}
+	p.wantEnded("after EOF, with a subscription open")
+}
+
 // TestStdioCancel_RightBehind: a notifications/cancelled written right
 // behind its request, in the same write, stops it: cancels and requests
 // are matched in the order they are read (before, each line was handled

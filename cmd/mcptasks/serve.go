@@ -79,7 +79,7 @@ process once their lease expires.`,
 	fl.DurationVar(&f.readTimeout, "read-timeout", 30*time.Second, "a client must send its whole request (headers and body) within this time, or the connection is closed")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 2*time.Minute, "an idle keep-alive connection is closed after this time")
 	fl.StringVar(&f.pprofListen, "pprof-listen", "", "if set, `address` of a second listener, on loopback, serving Go's runtime profiles at /debug/pprof/ (not the command line, which may carry secrets)")
-	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr, and the process drains and exits when stdin ends (default: HTTP on --listen)")
+	fl.BoolVar(&f.stdio, "stdio", false, "serve one client over stdin and stdout instead of HTTP (a host such as VS Code launches the process); logs go to stderr; when stdin ends, the requests in flight are answered, then the process drains and exits (default: HTTP on --listen)")
 	fl.StringVar(&f.sessionKeyFile, "session-key-file", "", "`file` holding the secret (at least 32 bytes) that signs the Mcp-Session-Id of MCP 2025-11-25 clients; replicas behind one endpoint must share it (default: a random key per process, so a restart makes those clients initialize again)")
 	fl.IntVar(&f.maxJSONDepth, "max-json-depth", mcpserver.DefaultMaxJSONDepth, "deepest nesting of JSON objects and arrays a request body may have; deeper bodies get HTTP 400 and -32602 before anything decodes them")
 	fl.Int64Var(&f.maxArgumentsBytes, "max-arguments-bytes", mcpserver.DefaultMaxArgumentsBytes, "largest tools/call arguments accepted, in bytes; larger ones get -32602")
