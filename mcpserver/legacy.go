@@ -351,8 +351,12 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		return true
 	}
 	if t == nil || t.taskSupport() == "" {
+		advice := "call it without params.task"
+		if t != nil && t.asksClient().names() != nil {
+			advice = "it asks the client for input, which a 2025-11-25 call carries only in a task: call it with a 2026-07-28 client"
+		}
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
-			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden); call it without params.task")
+			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden); "+advice)
 		return true
 	}
 	// What the tool needs of the client, declared once, in initialize

@@ -263,6 +263,9 @@ func TestLegacyAskingTools(t *testing.T) {
 			t.Errorf("plain call of %s: %s; want error %d naming elicitation.form and %s", tc.tool, rep.raw, tc.code, tc.mentions)
 		}
 	}
+	if rep := s.call("tools/call", `{"name":"ask_never","arguments":{},"task":{}}`); rep.Error == nil || !strings.Contains(rep.Error.Message, "2026-07-28") {
+		t.Errorf("task call of ask_never: %s; want an error saying to call it with a 2026-07-28 client", rep.raw)
+	}
 	if id := s.callTask(`{"name":"ask_optional","arguments":{},"task":{}}`); id == "" {
 		t.Error("task call of ask_optional: no task")
 	}

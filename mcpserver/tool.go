@@ -69,7 +69,11 @@ type ToolOptions struct {
 	// capability that names no mode means form mode, as on the wire). A
 	// request that does not declare them all gets -32021 naming what is
 	// missing, before any task exists. A TaskRequired tool needs the Tasks
-	// extension without naming it here.
+	// extension without naming it here. In MCP 2025-11-25 a tool whose
+	// Requires names what it asks the client for (elicitation, sampling,
+	// roots) runs only as a task, where its questions travel: it is
+	// listed taskSupport "required", unless it is TaskNever, and then
+	// that era cannot call it.
 	Requires *mcp.ClientCapabilities
 	// TTL, PollInterval, Retry and Hold are the task settings; see
 	// engine.Tool. A tool with Retry.Rerun set is suspended while it waits
