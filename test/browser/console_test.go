@@ -160,6 +160,14 @@ func TestConsole_HiddenTabs(t *testing.T) {
 	do(t, last, "sign out", chromedp.Submit(chromedp.CSS(`form[action="/logout"] button`)), chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
 	do(t, first, "show the first tab again", setHidden(false))
 	do(t, first, "sent to sign in", chromedp.WaitVisible(chromedp.CSS(`input[name="token"]`)))
+
+	// Signed in again, the page says so while the server is gone.
+	signIn(t, first, srv)
+	do(t, first, "no notice", chromedp.WaitNotPresent(chromedp.CSS(`.live-stopped`)))
+	if err := srv.proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	do(t, first, "notice of the server gone", chromedp.WaitVisible(chromedp.CSS(`.live-stopped`)))
 }
 
 // setHidden hides or shows the page as a browser does when its tab goes
@@ -259,6 +267,7 @@ func chromiumPath(t *testing.T) string {
 type server struct {
 	mcp, console string // URLs
 	ids          []string
+	proc         *os.Process
 }
 
 var listening = regexp.MustCompile(`msg=(serving|console) url=(http://\S+)`)
@@ -295,7 +304,7 @@ func startServer(t *testing.T) *server {
 		cmd.Process.Signal(syscall.SIGTERM)
 		cmd.Wait()
 	})
-	s := &server{}
+	s := &server{proc: cmd.Process}
 	found := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stderr)

@@ -6,9 +6,10 @@
 // A page holds its stream only while it is shown: a browser gives a host
 // six connections, so hidden tabs that kept theirs would leave the next
 // page nothing to load with. A shown page opens the stream again and gets
-// what it shows at once. A stream refused for good (the server down, too
-// many live pages, the session gone) says so above the content and tries
-// again every retryMs; a signed-out page goes to the sign-in page.
+// what it shows at once. A broken connection (the server down) says so
+// above the content while the browser reconnects; a stream refused (too
+// many live pages, the session gone) says so and is tried again every
+// retryMs; a signed-out page goes to the sign-in page.
 "use strict";
 (function () {
   var live = document.querySelector("[data-live]");
@@ -21,6 +22,7 @@
   var retry = null; // the timer of the next try
   var ended = false; // the task is gone: nothing will change
   var notice = null;
+  var probed = false; // whether the session was checked since the stream last opened
 
   function signIn() {
     window.location.assign("/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
@@ -55,11 +57,14 @@
   function stopped() {
     close();
     say("Live updates stopped; trying again every " + retryMs / 1000 + " s. Reload the page to see the latest.");
-    fetch(window.location.href, { method: "HEAD", redirect: "manual", credentials: "same-origin" }).then(function (r) {
-      if (r.type === "opaqueredirect" || r.status === 401) {
-        signIn();
-      }
-    }, function () {});
+    if (!probed) { // once: a HEAD of the page costs its reading
+      probed = true;
+      fetch(window.location.href, { method: "HEAD", redirect: "manual", credentials: "same-origin" }).then(function (r) {
+        if (r.type === "opaqueredirect" || r.status === 401) {
+          signIn();
+        }
+      }, function () {});
+    }
     retry = setTimeout(function () {
       retry = null;
       open();
@@ -71,10 +76,18 @@
     }
     var s = new EventSource(url);
     source = s;
-    s.addEventListener("open", unsay);
+    s.addEventListener("open", function () {
+      probed = false;
+      unsay();
+    });
     s.addEventListener("error", function () {
-      if (s === source && s.readyState === EventSource.CLOSED) {
+      if (s !== source) {
+        return;
+      }
+      if (s.readyState === EventSource.CLOSED) {
         stopped();
+      } else { // the connection broke: the browser opens it again by itself
+        say("Live updates interrupted; reconnecting.");
       }
     });
     s.addEventListener("update", function (e) {
