@@ -382,6 +382,20 @@ func TestStdio_ContextEnds(t *testing.T) {
 	p.wantEnded("with its context done and stdin open")
 }
 
+// addPause adds the synchronous tool "pause", which answers after d unless
+// its call is stopped first.
+func addPause(srv *mcpserver.Server, d time.Duration) error {
+	return mcpserver.AddTool(srv, &mcp.Tool{Name: "pause"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			case <-time.After(d):
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paused"}}}, nil, nil
+			}
+		})
+}
+
 // TestStdio_EOFAnswersInFlight: EOF on stdin (the client's way to shut
 // the server down) lets the requests in flight be answered, and ends a
 // task subscription, which would not end by itself; then ServeStdio
@@ -390,16 +404,7 @@ func TestStdio_ContextEnds(t *testing.T) {
 // created ran.
 func TestStdio_EOFAnswersInFlight(t *testing.T) {
 	p := startStdioWith(t, func(srv *mcpserver.Server) error {
-		return errors.Join(tasktools.Register(srv, &tasktools.Options{Step: testStep}),
-			mcpserver.AddTool(srv, &mcp.Tool{Name: "pause"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
-				func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-					select {
-					case <-ctx.Done():
-						return nil, nil, ctx.Err()
-					case <-time.After(100 * time.Millisecond):
-						return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paused"}}}, nil, nil
-					}
-				}))
+		return errors.Join(tasktools.Register(srv, &tasktools.Options{Step: testStep}), addPause(srv, 100*time.Millisecond))
 	})
 	batch := expandMeta(`{"jsonrpc":"2.0","id":"sync","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"pause"}}`) + "\n" +
 		expandMeta(`{"jsonrpc":"2.0","id":"task","method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`) + "\n" +
@@ -433,15 +438,7 @@ func TestStdio_EOFAnswersInFlight(t *testing.T) {
 // and let the call run to its answer).
 func TestStdioCancel_RightBehind(t *testing.T) {
 	p := startStdioWith(t, func(srv *mcpserver.Server) error {
-		return mcpserver.AddTool(srv, &mcp.Tool{Name: "pause"}, mcpserver.ToolOptions{Task: mcpserver.TaskNever},
-			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				select {
-				case <-ctx.Done():
-					return nil, nil, ctx.Err()
-				case <-time.After(50 * time.Millisecond):
-					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paused"}}}, nil, nil
-				}
-			})
+		return addPause(srv, 50*time.Millisecond)
 	})
 	const calls = 50
 	var batch strings.Builder
