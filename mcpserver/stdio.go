@@ -33,11 +33,12 @@ import (
 //
 // Call [Server.Start] first. When in ends (the client's way to shut the
 // server down), ServeStdio answers the requests still in flight and then
-// returns; a subscriptions/listen, which ends only when cancelled, is
-// ended at once. It returns without waiting for them when ctx is done (a
-// host that will not wait sends SIGTERM) or once out fails (nobody reads
-// it): requests still in flight are then stopped, and their tasks live on
-// in the store. A line longer than Options.MaxBodyBytes is answered with a
+// returns; the streams that follow a task (subscriptions/listen, and the
+// 2025-11-25 tasks/result, whose questions could no longer be answered)
+// are ended at once, unanswered. It returns without waiting when ctx is
+// done (a host that will not wait sends SIGTERM), once out fails (nobody
+// reads it), or when reading in fails: requests still in flight are then
+// stopped, and their tasks live on in the store. A line longer than Options.MaxBodyBytes is answered with a
 // JSON-RPC error and skipped, as HTTP answers such a body with 413. The
 // goroutine that reads in ends when in does.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
@@ -47,9 +48,9 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop() // runs before wg.Wait: in-flight requests end
-	// The subscriptions, which end when in does.
-	listens, endListens := context.WithCancel(ctx)
-	defer endListens()
+	// The streams that follow a task, which end when in does.
+	streams, endStreams := context.WithCancel(ctx)
+	defer endStreams()
 	lines := make(chan []byte)
 	readErr := make(chan error, 1)
 	go func() {
@@ -67,7 +68,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		if !ok {
 			break
 		}
-		if serve := b.accept(ctx, listens, line); serve != nil {
+		if serve := b.accept(ctx, streams, line); serve != nil {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -76,7 +77,10 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		}
 	}
 	err := <-readErr
-	endListens()
+	if err != nil {
+		stop()
+	}
+	endStreams()
 	answered := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -155,8 +159,9 @@ type stdioBridge struct {
 // answers a line that is not JSON, cancels what a notifications/cancelled
 // names, and returns the serving of any other message, to run on a
 // goroutine of its own (nil when there is nothing more to do). A request
-// is served in ctx, a subscriptions/listen in listens.
-func (b *stdioBridge) accept(ctx, listens context.Context, line []byte) (serve func()) {
+// is served in ctx; a subscriptions/listen or a 2025-11-25 tasks/result in
+// streams, which ends with in.
+func (b *stdioBridge) accept(ctx, streams context.Context, line []byte) (serve func()) {
 	if !json.Valid(line) {
 		b.write(json.RawMessage(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}`))
 		return nil
@@ -167,8 +172,8 @@ func (b *stdioBridge) accept(ctx, listens context.Context, line []byte) (serve f
 		return nil
 	}
 	done := func() {}
-	if m.method == methodListen {
-		ctx = listens
+	if m.method == methodListen || m.method == methodResult {
+		ctx = streams
 	}
 	if m.method != "" && m.id != nil {
 		ctx, done = b.calls.track(ctx, idKey(m.id))

@@ -397,18 +397,26 @@ func addPause(srv *mcpserver.Server, d time.Duration) error {
 }
 
 // TestStdio_EOFAnswersInFlight: EOF on stdin (the client's way to shut
-// the server down) lets the requests in flight be answered, and ends a
-// task subscription, which would not end by itself; then ServeStdio
-// returns. Before, EOF stopped every request in flight: a host that wrote
-// its requests and closed the pipe got no answer, though the task it
-// created ran.
+// the server down) lets the requests in flight be answered, and ends the
+// streams that follow a task (a subscription to a task that runs for a
+// minute; a 2025-11-25 tasks/result of a task whose question nobody can
+// answer now); then ServeStdio returns. Before, EOF stopped every request
+// in flight: a host that wrote its requests and closed the pipe got no
+// answer, though the task it created ran.
 func TestStdio_EOFAnswersInFlight(t *testing.T) {
 	p := startStdioWith(t, func(srv *mcpserver.Server) error {
 		return errors.Join(tasktools.Register(srv, &tasktools.Options{Step: testStep}), addPause(srv, 100*time.Millisecond))
 	})
-	batch := expandMeta(`{"jsonrpc":"2.0","id":"sync","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"pause"}}`) + "\n" +
-		expandMeta(`{"jsonrpc":"2.0","id":"task","method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`) + "\n" +
-		expandMeta(`{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["unknown"]}}}`) + "\n"
+	p.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`)
+	var long struct {
+		TaskID string `json:"taskId"`
+	}
+	if m := p.next(); json.Unmarshal(m["result"], &long) != nil || long.TaskID == "" {
+		t.Fatalf("tools/call: %v", m)
+	}
+	batch := expandMeta(`{"jsonrpc":"2.0","id":"listen","method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"taskIds":["`+long.TaskID+`"]}}}`) + "\n" +
+		expandMeta(`{"jsonrpc":"2.0","id":"sync","method":"tools/call","params":{"_meta":$META_NOTASKS,"name":"pause"}}`) + "\n" +
+		expandMeta(`{"jsonrpc":"2.0","id":"task","method":"tools/call","params":{"_meta":$META,"name":"slow_compute","arguments":{"seconds":60}}}`) + "\n"
 	if _, err := io.WriteString(p.in, batch); err != nil {
 		t.Fatal(err)
 	}
@@ -420,7 +428,7 @@ func TestStdio_EOFAnswersInFlight(t *testing.T) {
 			continue // the subscription's acknowledgement, if it came before EOF
 		}
 		var id string
-		if json.Unmarshal(m["id"], &id) != nil || m["result"] == nil {
+		if json.Unmarshal(m["id"], &id) != nil || m["result"] == nil || id == "listen" {
 			t.Fatalf("want the answers to the two calls, got %v", m)
 		}
 		answered[id] = true
@@ -429,6 +437,32 @@ func TestStdio_EOFAnswersInFlight(t *testing.T) {
 		t.Errorf("answered %v, want sync and task", answered)
 	}
 	p.wantEnded("after EOF, with a subscription open")
+}
+
+// TestStdio_EOFEndsLegacyResult: EOF ends a 2025-11-25 tasks/result whose
+// task asks a question, which nobody can answer now: ServeStdio returns
+// (before the change above, at once; with it but without this, never).
+func TestStdio_EOFEndsLegacyResult(t *testing.T) {
+	p := startStdio(t)
+	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	p.next()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}}`)
+	var created struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if m := p.next(); json.Unmarshal(m["result"], &created) != nil || created.Task.TaskID == "" {
+		t.Fatalf("tools/call: %v", m)
+	}
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"` + created.Task.TaskID + `"}}`)
+	for {
+		if m := p.next(); string(m["method"]) == `"elicitation/create"` {
+			break // the question, on the tasks/result stream
+		}
+	}
+	p.in.Close()
+	p.wantEnded("after EOF, with a tasks/result open")
 }
 
 // TestStdioCancel_RightBehind: a notifications/cancelled written right
