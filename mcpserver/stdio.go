@@ -38,9 +38,10 @@ import (
 // are ended at once, unanswered. It returns without waiting when ctx is
 // done (a host that will not wait sends SIGTERM), once out fails (nobody
 // reads it), or when reading in fails: requests still in flight are then
-// stopped, and their tasks live on in the store. A line longer than Options.MaxBodyBytes is answered with a
-// JSON-RPC error and skipped, as HTTP answers such a body with 413. The
-// goroutine that reads in ends when in does.
+// stopped, and their tasks live on in the store. A line longer than
+// Options.MaxBodyBytes is answered with a JSON-RPC error and skipped, as
+// HTTP answers such a body with 413. The goroutine that reads in ends when
+// in does.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

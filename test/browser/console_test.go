@@ -145,13 +145,10 @@ func TestConsole_HiddenTabs(t *testing.T) {
 	}
 
 	// Shown again, the first tab gets its list at once.
-	updates := func(tab context.Context) int {
-		v := value(t, tab, "updates", chromedp.Evaluate[int](`Number(document.querySelector("[data-live]").getAttribute("data-updates") || 0)`))
-		return v
-	}
-	before := updates(first)
+	const updates = `Number(document.querySelector("[data-live]").getAttribute("data-updates") || 0)`
+	before := value(t, first, "updates", chromedp.Evaluate[int](updates))
 	do(t, first, "show the first tab", setHidden(false))
-	do(t, first, "its update", chromedp.Poll[chromedp.Void](fmt.Sprintf(`Number(document.querySelector("[data-live]").getAttribute("data-updates") || 0) > %d`, before)))
+	do(t, first, "its update", chromedp.Poll[chromedp.Void](fmt.Sprintf("%s > %d", updates, before)))
 
 	// Signed out in the last tab, the first one (hidden meanwhile) goes
 	// to the sign-in page once shown.
