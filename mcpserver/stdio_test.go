@@ -108,6 +108,28 @@ func (p *stdioPeer) next() map[string]json.RawMessage {
 	return nil
 }
 
+// legacyConfirmDelete starts a 2025-11-25 session that declares
+// elicitation (initialize, id 1) and makes a task of confirm_delete (id 2);
+// it returns the task's id.
+func (p *stdioPeer) legacyConfirmDelete() string {
+	p.t.Helper()
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
+	if m := p.next(); !strings.Contains(string(m["result"]), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
+		p.t.Fatalf("initialize: %s", m["result"])
+	}
+	p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}}`)
+	var cr struct {
+		Task struct {
+			TaskID string `json:"taskId"`
+		} `json:"task"`
+	}
+	if m := p.next(); json.Unmarshal(m["result"], &cr) != nil || cr.Task.TaskID == "" {
+		p.t.Fatalf("tools/call: %s", m["result"])
+	}
+	return cr.Task.TaskID
+}
+
 // wantEnded fails the test unless ServeStdio returns, without error,
 // within waitTimeout; after says after what.
 func (p *stdioPeer) wantEnded(after string) {
@@ -148,21 +170,7 @@ func TestStdio(t *testing.T) {
 	})
 	t.Run("2025-11-25", func(t *testing.T) {
 		p := startStdio(t)
-		p.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-		if m := p.next(); !strings.Contains(string(m["result"]), `"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}`) {
-			t.Fatalf("initialize: %s", m["result"])
-		}
-		p.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		p.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}}`)
-		var cr struct {
-			Task struct {
-				TaskID string `json:"taskId"`
-			} `json:"task"`
-		}
-		if m := p.next(); json.Unmarshal(m["result"], &cr) != nil || cr.Task.TaskID == "" {
-			t.Fatalf("tools/call: %s", m["result"])
-		}
-		id := cr.Task.TaskID
+		id := p.legacyConfirmDelete()
 		p.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
 		var question map[string]json.RawMessage
 		for question == nil {
@@ -444,18 +452,8 @@ func TestStdio_EOFAnswersInFlight(t *testing.T) {
 // (before the change above, at once; with it but without this, never).
 func TestStdio_EOFEndsLegacyResult(t *testing.T) {
 	p := startStdio(t)
-	p.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}`)
-	p.next()
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm_delete","arguments":{"filename":"a.txt"},"task":{}}}`)
-	var created struct {
-		Task struct {
-			TaskID string `json:"taskId"`
-		} `json:"task"`
-	}
-	if m := p.next(); json.Unmarshal(m["result"], &created) != nil || created.Task.TaskID == "" {
-		t.Fatalf("tools/call: %v", m)
-	}
-	p.send(`{"jsonrpc":"2.0","id":2,"method":"tasks/result","params":{"taskId":"` + created.Task.TaskID + `"}}`)
+	id := p.legacyConfirmDelete()
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"tasks/result","params":{"taskId":"` + id + `"}}`)
 	for {
 		if m := p.next(); string(m["method"]) == `"elicitation/create"` {
 			break // the question, on the tasks/result stream
