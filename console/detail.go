@@ -169,6 +169,8 @@ func timeline(r *task.Record) []event {
 			}
 		case task.HistoryAnswered:
 			e.Text = "Answered: " + strings.Join(h.Keys, ", ")
+		case task.HistoryInputWithdrawn:
+			e.Text = "No longer asks for: " + strings.Join(h.Keys, ", ")
 		case task.HistoryCancelRequested:
 			e.Text = "Cancel requested; the worker stops the task"
 		case task.HistoryFinished:

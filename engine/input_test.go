@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -91,6 +92,54 @@ func TestRequestInput(t *testing.T) {
 		if after := get(t, st, r.ID); !reflect.DeepEqual(after, done) {
 			t.Errorf("Update after completion changed the task")
 		}
+	})
+}
+
+// TestRequestInput_Withdrawn: a handler that stops waiting while its run
+// goes on (the context it asked in ended: a deadline of its own, a proxied
+// server that took its question back) takes back what is not answered, so
+// that clients are not asked what nobody waits for; an answer that came
+// first stays. Before, the question stayed, and the task input_required.
+func TestRequestInput_Withdrawn(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		stopped := make(chan error, 1)
+		goOn := make(chan struct{})
+		letGoOn := sync.OnceFunc(func() { close(goOn) })
+		defer letGoOn() // also when the test fails first
+		ask := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			qctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			_, err := run.RequestInput(qctx, asks("a", "b"), "Need a and b")
+			stopped <- err
+			<-goOn
+			return json.RawMessage(`"went on"`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: ask}}, Options{Workers: 1})
+		r := create(t, e, "ask")
+		synctest.Wait()
+		wantStatus(t, st, r.ID, task.InputRequired)
+		if acc := update(t, e, r.ID, map[string]string{"a": accept("A")}); !slices.Equal(acc, []string{"a"}) {
+			t.Fatalf("Update(a) accepted %v", acc)
+		}
+
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if err := <-stopped; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("RequestInput = %v, want its context's deadline", err)
+		}
+		got := wantStatus(t, st, r.ID, task.Working)
+		if len(got.InputRequests) != 0 || got.StatusMessage != "" || string(got.Answers["a"]) != accept("A") {
+			t.Errorf("after the handler stopped waiting: inputRequests %v, status message %q, answers %v; want none, none, a's",
+				slices.Sorted(maps.Keys(got.InputRequests)), got.StatusMessage, got.Answers)
+		}
+		if last := got.History[len(got.History)-1]; last.Kind != task.HistoryInputWithdrawn || !slices.Equal(last.Keys, []string{"b"}) {
+			t.Errorf("last history event %+v, want b withdrawn", last)
+		}
+
+		letGoOn()
+		synctest.Wait()
+		wantStatus(t, st, r.ID, task.Completed)
 	})
 }
 

@@ -111,6 +111,11 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // already wait so; then RequestInput returns ErrSuspended, and the
 // handler runs again once the answers are in.
 //
+// If ctx ends while the run goes on (a deadline the handler set on its
+// question), the requests not answered are withdrawn before RequestInput
+// returns ctx's error: the task no longer asks them, and is working again
+// when none is left. An answer that came first stays stored.
+//
 // A store error never reaches the handler: the request is retried with
 // backoff until it is stored, and a failed re-read of the answers waits
 // for the next wake-up. RequestInput returns an error only when the run
@@ -201,6 +206,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 		select {
 		case <-ctx.Done():
+			r.withdraw(requests, answers)
 			return nil, context.Cause(ctx)
 		case <-x.parked:
 			if x.tool.Retry.Rerun {
@@ -218,6 +224,30 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		case <-x.input:
 		}
 	}
+}
+
+// withdraw takes back the requests that answered does not answer when
+// the handler stops waiting for them while the run goes on (the context
+// it passed RequestInput ended: a deadline of its own, a proxied server
+// that took its question back), so that clients are not asked what nobody
+// waits for. The write is retried until stored, unless the run stops (its
+// task is then released, cancelled or lost anyway).
+func (r *Run) withdraw(requests, answered map[string]json.RawMessage) {
+	x := r.x
+	if x.ctx.Err() != nil {
+		return
+	}
+	var keys []string
+	for k := range requests {
+		if _, ok := answered[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	// storeCall fails only once the run stops.
+	_ = r.storeCall(x.ctx, "withdraw input", func(ctx context.Context) error {
+		_, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: keys})
+		return err
+	})
 }
 
 // takeHolding takes one of MaxHolding tokens for x, if one is free.

@@ -39,7 +39,9 @@ var (
 // inputRequests, and Elicit waits for the answer, which arrives through
 // tasks/update on any replica. key must be unique for the task's life; a
 // key answered before (by an earlier run of the task) returns the stored
-// answer without asking again.
+// answer without asking again. If ctx ends first while the task goes on
+// (a deadline the handler set on its question), the question is taken
+// back: clients no longer see it, and the task is working again.
 //
 // In a synchronous call, Elicit is an MRTR round: if the client's retry of
 // the call carries the answer (in inputResponses, or from an earlier round

@@ -350,6 +350,54 @@ func TestProxyQuestionRequest(t *testing.T) {
 	}
 }
 
+// TestProxyWithdrawnQuestion: an upstream (2025-11-25) that asks with
+// elicitation/create and then takes its question back (it cancels its
+// request) while its call goes on leaves the task working, without the
+// question; before, clients were still asked it, and the task stayed
+// input_required.
+func TestProxyWithdrawnQuestion(t *testing.T) {
+	up := newUpstream()
+	withdraw := make(chan struct{})
+	gaveUp := make(chan error, 1)
+	mcp.AddTool(up.srv, &mcp.Tool{Name: "ask_then_work", Description: "Asks, takes the question back, works on."},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			qctx, cancel := context.WithCancel(ctx)
+			go func() { <-withdraw; cancel() }()
+			_, err := req.Session.Elicit(qctx, question("Who are you?", "name"))
+			gaveUp <- err
+			<-up.release
+			return text("worked on"), nil, nil
+		})
+	e := startEnv(t, up, proxy.Upstream{ProtocolVersion: "2025-11-25"}, nil, nil)
+	release := sync.OnceFunc(func() { close(up.release) })
+	t.Cleanup(release) // also when the test fails first: the proxy's shutdown waits for the call
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	cr, err := e.c.CallTool(ctx, "ask_then_work", nil)
+	if err != nil || cr.Task == nil {
+		t.Fatalf("call: %v, %v; want a task", cr, err)
+	}
+	waitAsked(t, ctx, cr.Task)
+	close(withdraw)
+	if err := <-gaveUp; err == nil {
+		t.Fatal("the upstream's Elicit returned no error")
+	}
+	for {
+		st, err := cr.Task.Get(ctx)
+		if err == nil && st.Status == task.Working && len(st.InputRequests) == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after the upstream took its question back: %+v, %v; want working with no question", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
+	if res, err := cr.Task.Wait(ctx); err != nil || resultText(res) != "worked on" {
+		t.Errorf("wait: %v, %v", res, err)
+	}
+}
+
 func TestProxySamplingFailsTheCall(t *testing.T) {
 	e := startEnv(t, newUpstream(), proxy.Upstream{}, nil, &answers{})
 	_, _, err := e.call(t, "sample", nil)

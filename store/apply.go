@@ -117,14 +117,17 @@ func ApplyStatusMessage(r *task.Record, p StatusMessageParams) (changed bool, er
 	return true, nil
 }
 
-// ApplyRequestInput records input requests on r and returns the stored
-// answers for the requested keys that have them.
+// ApplyRequestInput withdraws the outstanding keys p.Withdraw names,
+// records input requests on r and returns the stored answers for the
+// requested keys that have them.
 func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string]json.RawMessage, changed bool, err error) {
 	if err := CheckFence(r, p.FenceParams); err != nil {
 		return nil, false, err
 	}
+	changed = withdraw(r, p.Withdraw, p.Now)
 	answers = map[string]json.RawMessage{}
 	var asked []string
+	requested := false // asked, or gone to input_required
 	for k, req := range p.Requests {
 		if a, ok := r.Answers[k]; ok {
 			answers[k] = a
@@ -138,13 +141,14 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 		}
 		r.InputRequests[k] = req
 		asked = append(asked, k)
-		changed = true
+		requested = true
 	}
 	if len(r.InputRequests) > 0 && r.Status != task.InputRequired {
 		r.Status = task.InputRequired
-		changed = true
+		requested = true
 	}
-	if changed {
+	if requested {
+		changed = true
 		if p.StatusMessage != "" {
 			r.StatusMessage = p.StatusMessage
 		}
@@ -156,6 +160,33 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 		changed = true
 	}
 	return answers, changed, nil
+}
+
+// withdraw removes the keys of r's input requests that keys names and
+// reports whether there were any. A task left with none returns to
+// working, as an answer to the last one leaves it.
+func withdraw(r *task.Record, keys []string, now time.Time) bool {
+	var gone []string
+	for _, k := range keys {
+		if _, ok := r.InputRequests[k]; ok {
+			delete(r.InputRequests, k)
+			gone = append(gone, k)
+		}
+	}
+	if gone == nil {
+		return false
+	}
+	if len(r.InputRequests) == 0 {
+		r.InputRequests = nil
+		if r.Status == task.InputRequired {
+			r.Status = task.Working
+			r.StatusMessage = "" // the question is gone
+		}
+	}
+	slices.Sort(gone)
+	r.UpdatedAt = now
+	r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryInputWithdrawn, Attempt: r.Attempt, Keys: gone})
+	return true
 }
 
 // ApplyStep stores the result of the step p.Name on r, unless r has one

@@ -89,6 +89,7 @@ type Store interface {
 	// RequestInput records input requests for a task held at p.Attempt.
 	// Keys already answered are not asked again: their stored answers are
 	// returned. Other keys become outstanding and the task input_required.
+	// It also withdraws the outstanding keys p.Withdraw names.
 	RequestInput(ctx context.Context, p RequestInputParams) (answers map[string]json.RawMessage, err error)
 	// SaveStep stores the result of the durable step p.Name of a task held
 	// at p.Attempt, in one write, and returns the result as stored. A step
@@ -193,6 +194,11 @@ type RequestInputParams struct {
 	// when some requested key has no answer yet: the task is then
 	// suspended ([Suspended]) by the same write.
 	Suspend bool
+	// Withdraw names keys that the run no longer asks for (its handler
+	// stopped waiting for them): each one still outstanding is removed,
+	// before Requests are recorded, and a task left with none returns to
+	// working. A key answered first keeps its answer.
+	Withdraw []string
 }
 
 // StepParams are the parameters of [Store.SaveStep].

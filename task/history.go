@@ -23,6 +23,9 @@ const (
 	HistoryInputRequested HistoryKind = "input_requested"
 	// HistoryAnswered: answers to the input Keys arrived.
 	HistoryAnswered HistoryKind = "answered"
+	// HistoryInputWithdrawn: the task no longer asks for the input Keys
+	// (its handler stopped waiting for them before they were answered).
+	HistoryInputWithdrawn HistoryKind = "input_withdrawn"
 	// HistoryCancelRequested: a cancel was asked for while a worker held
 	// the task; the worker ends it.
 	HistoryCancelRequested HistoryKind = "cancel_requested"

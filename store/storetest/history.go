@@ -54,6 +54,12 @@ func testHistoryLifecycle(t *testing.T, f factory) {
 	}
 	answer(t, s, "t1", at(5*time.Second), raws("a", respA))
 	answer(t, s, "t1", at(6*time.Second), raws("b", respB, "zz", respB))
+	// A question asked and taken back: only the outstanding key is
+	// withdrawn.
+	requestInput(t, s, c1, at(6500*time.Millisecond), raws("c", reqC))
+	if _, err := s.RequestInput(ctx, store.RequestInputParams{FenceParams: fence(c1, at(6700*time.Millisecond)), Withdraw: []string{"c", "a"}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Release(ctx, fence(c1, at(7*time.Second))); err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +79,13 @@ func testHistoryLifecycle(t *testing.T, f factory) {
 		{Seq: 3, At: at(4 * time.Second), Kind: task.HistoryInputRequested, Attempt: 1, Message: "Overwrite?", Keys: []string{"a", "b"}},
 		{Seq: 4, At: at(5 * time.Second), Kind: task.HistoryAnswered, Attempt: 1, Keys: []string{"a"}},
 		{Seq: 5, At: at(6 * time.Second), Kind: task.HistoryAnswered, Attempt: 1, Keys: []string{"b"}},
-		{Seq: 6, At: at(7 * time.Second), Kind: task.HistoryReleased, Attempt: 1, Worker: "w1"},
-		{Seq: 7, At: at(8 * time.Second), Kind: task.HistoryClaimed, Attempt: c2.Attempt, Worker: "w2"},
-		{Seq: 8, At: at(8*time.Second + lease), Kind: task.HistoryClaimed, Attempt: c3.Attempt, Worker: "w3", Lost: true},
-		{Seq: 9, At: at(9*time.Second + lease), Kind: task.HistoryCancelRequested, Attempt: c3.Attempt},
-		{Seq: 10, At: at(10*time.Second + lease), Kind: task.HistoryFinished, Attempt: c3.Attempt, Status: task.Cancelled, Message: "Stopped"},
+		{Seq: 6, At: at(6500 * time.Millisecond), Kind: task.HistoryInputRequested, Attempt: 1, Keys: []string{"c"}},
+		{Seq: 7, At: at(6700 * time.Millisecond), Kind: task.HistoryInputWithdrawn, Attempt: 1, Keys: []string{"c"}},
+		{Seq: 8, At: at(7 * time.Second), Kind: task.HistoryReleased, Attempt: 1, Worker: "w1"},
+		{Seq: 9, At: at(8 * time.Second), Kind: task.HistoryClaimed, Attempt: c2.Attempt, Worker: "w2"},
+		{Seq: 10, At: at(8*time.Second + lease), Kind: task.HistoryClaimed, Attempt: c3.Attempt, Worker: "w3", Lost: true},
+		{Seq: 11, At: at(9*time.Second + lease), Kind: task.HistoryCancelRequested, Attempt: c3.Attempt},
+		{Seq: 12, At: at(10*time.Second + lease), Kind: task.HistoryFinished, Attempt: c3.Attempt, Status: task.Cancelled, Message: "Stopped"},
 	}
 	wantHistory(t, get(t, s, "t1").History, want)
 

@@ -25,12 +25,17 @@ func testRequestInput(t *testing.T, f factory) {
 		prior   func(t *testing.T, s store.Store, c store.Claimed)
 		request map[string]json.RawMessage
 		message string
+		// withdraw is the request's Withdraw.
+		withdraw []string
 		// returned are the stored answers the request gets back.
 		returned map[string]json.RawMessage
 		// want is the state after the request; changed says whether the
-		// request itself changed the task (status, message, UpdatedAt).
+		// request itself changed the task (status, message, UpdatedAt);
+		// gone, whether it withdrew the last question (the message is
+		// then cleared).
 		want    state
 		changed bool
+		gone    bool
 	}{
 		{
 			name:    "NewKeys",
@@ -100,6 +105,44 @@ func testRequestInput(t *testing.T, f factory) {
 			request: map[string]json.RawMessage{},
 			message: "nothing",
 		},
+		{
+			name: "WithdrawOne",
+			prior: func(t *testing.T, s store.Store, c store.Claimed) {
+				requestInput(t, s, c, at(time.Second), raws("a", reqA, "b", reqB))
+			},
+			withdraw: []string{"a"},
+			want:     state{outstanding: raws("b", reqB)},
+			changed:  true,
+		},
+		{
+			name: "WithdrawLast",
+			prior: func(t *testing.T, s store.Store, c store.Claimed) {
+				requestInput(t, s, c, at(time.Second), raws("a", reqA))
+			},
+			withdraw: []string{"a", "never-asked"},
+			changed:  true,
+			gone:     true,
+		},
+		{
+			name: "WithdrawAnsweredKeepsAnswer",
+			prior: func(t *testing.T, s store.Store, c store.Claimed) {
+				requestInput(t, s, c, at(time.Second), raws("a", reqA))
+				answer(t, s, "t1", at(2*time.Second), raws("a", respA))
+			},
+			withdraw: []string{"a"},
+			want:     state{answers: raws("a", respA)},
+		},
+		{
+			name: "WithdrawAndAsk",
+			prior: func(t *testing.T, s store.Store, c store.Claimed) {
+				requestInput(t, s, c, at(time.Second), raws("a", reqA))
+			},
+			withdraw: []string{"a"},
+			request:  raws("b", reqB),
+			message:  "b instead",
+			want:     state{outstanding: raws("b", reqB)},
+			changed:  true,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,7 +156,7 @@ func testRequestInput(t *testing.T, f factory) {
 			before := get(t, s, "t1")
 
 			now := at(5 * time.Second)
-			got, err := s.RequestInput(context.Background(), store.RequestInputParams{FenceParams: fence(c, now), Requests: tt.request, StatusMessage: tt.message})
+			got, err := s.RequestInput(context.Background(), store.RequestInputParams{FenceParams: fence(c, now), Requests: tt.request, StatusMessage: tt.message, Withdraw: tt.withdraw})
 			if err != nil {
 				t.Fatalf("RequestInput: %v", err)
 			}
@@ -130,6 +173,9 @@ func testRequestInput(t *testing.T, f factory) {
 				if tt.message != "" {
 					want.StatusMessage = tt.message
 				}
+			}
+			if tt.gone {
+				want.StatusMessage = ""
 			}
 			wantStored(t, s, want)
 		})
