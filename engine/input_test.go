@@ -143,6 +143,50 @@ func TestRequestInput_Withdrawn(t *testing.T) {
 	})
 }
 
+// TestRequestInput_WithdrawnTakesSlotBack: a handler of a tool that
+// suspends gives its worker slot up while it waits; when its question is
+// taken back and it runs on, it takes a slot back first, so that Workers
+// still bounds the handlers that run (before, it ran beside a handler
+// that had taken its slot).
+func TestRequestInput_WithdrawnTakesSlotBack(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := newMem()
+		var running, most atomic.Int32
+		goOn := make(chan struct{})
+		letGoOn := sync.OnceFunc(func() { close(goOn) })
+		defer letGoOn()
+		ask := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if _, err := run.RequestInput(qctx, asks("a"), ""); !errors.Is(err, context.DeadlineExceeded) {
+				return nil, err
+			}
+			n := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			<-goOn
+			return json.RawMessage(`"went on"`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: ask, Retry: RetryPolicy{Rerun: true}}}, Options{Workers: 1, SuspendAfter: time.Hour})
+		first := create(t, e, "ask")
+		time.Sleep(2 * time.Second) // past its question's deadline: it runs on
+		synctest.Wait()
+		second := create(t, e, "ask")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if n := most.Load(); n != 1 {
+			t.Errorf("%d handlers ran on at once, with Workers 1", n)
+		}
+		letGoOn()
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		wantStatus(t, st, first.ID, task.Completed)
+		wantStatus(t, st, second.ID, task.Completed)
+	})
+}
+
 func TestUpdateWhileWorkingIsIgnored(t *testing.T) {
 	bubble(t, func(t *testing.T) {
 		st := newMem()

@@ -114,7 +114,8 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // If ctx ends while the run goes on (a deadline the handler set on its
 // question), the requests not answered are withdrawn before RequestInput
 // returns ctx's error: the task no longer asks them, and is working again
-// when none is left. An answer that came first stays stored.
+// when none is left (an answer that came first stays stored); the handler
+// may go on, and has taken a worker slot back when it returns.
 //
 // A store error never reaches the handler: the request is retried with
 // backoff until it is stored, and a failed re-read of the answers waits
@@ -148,12 +149,20 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 	}
 	defer func() {
-		if err == nil && !x.slot && !x.holding {
-			select { // take a slot back before running on
-			case e.slots <- struct{}{}:
-				x.slot = true
-			case <-ctx.Done():
-			}
+		// A handler that runs on (answered, or its question taken back
+		// while the run goes on) takes a slot back first.
+		runsOn := err == nil || ctx.Err() != nil && x.ctx.Err() == nil
+		if !runsOn || x.slot || x.holding {
+			return
+		}
+		done := ctx.Done()
+		if err != nil {
+			done = x.ctx.Done() // ctx has ended: wait as long as the run lasts
+		}
+		select {
+		case e.slots <- struct{}{}:
+			x.slot = true
+		case <-done:
 		}
 	}()
 	var answers map[string]json.RawMessage
@@ -242,6 +251,9 @@ func (r *Run) withdraw(requests, answered map[string]json.RawMessage) {
 		if _, ok := answered[k]; !ok {
 			keys = append(keys, k)
 		}
+	}
+	if len(keys) == 0 {
+		return
 	}
 	// storeCall fails only once the run stops.
 	_ = r.storeCall(x.ctx, "withdraw input", func(ctx context.Context) error {

@@ -3,6 +3,7 @@ package mcpserver_test
 //lint:file-ignore SA1019 sampling is deprecated, but still input a 2025-11-25 task may ask for
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -414,6 +415,83 @@ func TestLegacyMemberNamesExact(t *testing.T) {
 	resp := s.post(`{"jsonrpc":"2.0","id":2,"METHOD":"tasks/list","params":{}}`)
 	if strings.Contains(string(resp.body), `"tasks"`) {
 		t.Errorf(`a request with "METHOD" but no method: HTTP %d %s, want it refused, not served`, resp.status, resp.body)
+	}
+}
+
+// TestLegacyResult_QuestionTakenBack: a question the handler takes back
+// (it stops waiting, and goes on) is cancelled on the tasks/result stream
+// that sent it, with notifications/cancelled naming its request, before
+// the result; before, the client went on asking the person.
+func TestLegacyResult_QuestionTakenBack(t *testing.T) {
+	t.Parallel()
+	withdraw := make(chan struct{})
+	c := startServer(t, serverConfig{register: func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "ask_then_go_on"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-withdraw:
+						cancel()
+					case <-qctx.Done():
+					}
+				}()
+				_, err := mcpserver.Elicit(qctx, "ok", &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+				if !errors.Is(err, context.Canceled) {
+					return nil, nil, fmt.Errorf("Elicit: %v, want it cancelled", err)
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "went on"}}}, nil, nil
+			})
+	}})
+	s := initializeWith(t, c, "", `{"elicitation":{}}`)
+	id := s.callTask(`{"name":"ask_then_go_on","arguments":{},"task":{}}`)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seen []string // what the stream carried, in order
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID string `json:"requestId"`
+			} `json:"params"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("not JSON on the stream: %s", data)
+		}
+		switch {
+		case m.Method == "elicitation/create":
+			seen = append(seen, "question "+string(m.ID))
+			close(withdraw) // now the handler takes it back
+		case m.Method == "notifications/cancelled":
+			seen = append(seen, "cancelled "+m.Params.RequestID)
+		case string(m.ID) == "7":
+			seen = append(seen, "result")
+		}
+	}
+	want := []string{`question "t/` + id + `/ok"`, "cancelled t/" + id + "/ok", "result"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the tasks/result stream carried %q, want %q", seen, want)
 	}
 }
 

@@ -132,6 +132,22 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		}
 		stream.send(lr.msg.ID, "", key, v)
 	}
+	// cancelGone tells the client to stop asking the questions it was sent
+	// that r no longer asks and that got no answer: taken back by the
+	// handler, or left when the task ended.
+	cancelGone := func(r *task.Record) {
+		for _, key := range slices.Sorted(maps.Keys(sent)) {
+			_, asked := r.InputRequests[key]
+			_, answered := r.Answers[key]
+			if asked || answered {
+				continue
+			}
+			delete(sent, key) // asked again by a later run: sent again
+			stream.send(nil, "notifications/cancelled", "params", map[string]string{
+				"requestId": inputRequestID(id, key), "reason": "The task no longer asks for this input."})
+			lastSent = time.Now()
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -161,6 +177,9 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		// the stream, for room: an error here would be taken for the
 		// tool's (tasks/result answers what the call would have).
 		if r.Status.Terminal() && lr.held.take(r.Size()) {
+			if stream != nil {
+				cancelGone(r)
+			}
 			res, rpcErr := r.LegacyResult()
 			switch {
 			case res != nil:
@@ -188,6 +207,7 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			stream.request(inputRequestID(id, key), method, params)
 			lastSent = time.Now()
 		}
+		cancelGone(r)
 		if time.Since(lastSent) >= legacyKeepAlive {
 			stream.comment("keep-alive")
 			lastSent = time.Now()
