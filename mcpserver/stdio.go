@@ -41,11 +41,13 @@ import (
 // stopped, and their tasks live on in the store. A line longer than
 // Options.MaxBodyBytes is answered with a JSON-RPC error and skipped, as
 // HTTP answers such a body with 413. The goroutine that reads in ends when
-// in does.
+// in does, and the one that writes out when its last write returns: a
+// write that blocks (a host that stops reading without closing the pipe)
+// does not hold ServeStdio.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	b := &stdioBridge{h: s.Handler(), out: out, gone: stop}
+	b := newStdioBridge(ctx, s.Handler(), out, stop)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop() // runs before wg.Wait: in-flight requests end
@@ -144,9 +146,8 @@ func readLine(br *bufio.Reader, max int64) (line []byte, tooLong bool, err error
 type stdioBridge struct {
 	h http.Handler
 
-	outMu sync.Mutex
-	out   io.Writer
-	gone  context.CancelFunc // ends the connection once out fails: nobody reads
+	out     chan<- outLine  // to writeLines
+	stopped <-chan struct{} // the connection has ended: nothing more is written
 
 	mu      sync.Mutex
 	session string // the Mcp-Session-Id of initialize, if any
@@ -361,17 +362,54 @@ func (b *stdioBridge) reply(ctx context.Context, msg []byte, initialize bool) {
 	b.write(msg)
 }
 
-// write writes msg on one line of out.
+// newStdioBridge returns the bridge of one connection, serving with h and
+// writing to out until ctx is done; a write to out that fails calls gone,
+// which must end ctx (nobody reads).
+func newStdioBridge(ctx context.Context, h http.Handler, out io.Writer, gone context.CancelFunc) *stdioBridge {
+	lines := make(chan outLine)
+	go writeLines(ctx, out, lines, gone)
+	return &stdioBridge{h: h, out: lines, stopped: ctx.Done()}
+}
+
+// outLine is one line for out, and the channel closed once it is written.
+type outLine struct {
+	b       []byte
+	written chan struct{}
+}
+
+// writeLines writes the lines it receives to out, one at a time and in
+// order, until ctx is done.
+func writeLines(ctx context.Context, out io.Writer, lines <-chan outLine, gone context.CancelFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case l := <-lines:
+			if _, err := out.Write(l.b); err != nil {
+				gone()
+			}
+			close(l.written)
+		}
+	}
+}
+
+// write writes msg on one line of out, and returns once it is written or
+// the connection has ended.
 func (b *stdioBridge) write(msg []byte) {
 	var buf bytes.Buffer
 	if json.Compact(&buf, msg) != nil {
 		return
 	}
 	buf.WriteByte('\n')
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	if _, err := b.out.Write(buf.Bytes()); err != nil && b.gone != nil {
-		b.gone()
+	l := outLine{b: buf.Bytes(), written: make(chan struct{})}
+	select {
+	case b.out <- l:
+	case <-b.stopped:
+		return
+	}
+	select {
+	case <-l.written:
+	case <-b.stopped:
 	}
 }
 

@@ -21,13 +21,14 @@ func TestStdioPlainError(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, ""},
 	} {
 		var out strings.Builder
-		b := &stdioBridge{out: &out,
-			h: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-				http.Error(w, "session not found", http.StatusNotFound)
-			})}
-		if serve := b.accept(context.Background(), context.Background(), []byte(c.line)); serve != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		b := newStdioBridge(ctx, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "session not found", http.StatusNotFound)
+		}), &out, cancel)
+		if serve := b.accept(ctx, ctx, []byte(c.line)); serve != nil {
 			serve()
 		}
+		cancel()
 		if out.String() != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.line, out.String(), c.want)
 		}
@@ -59,16 +60,17 @@ func TestStdioReadsLikeHTTP(t *testing.T) {
 		var out strings.Builder
 		name := "-"
 		const answer = `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"refused"}}`
-		b := &stdioBridge{out: &out,
-			h: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				name = r.Header.Get("Mcp-Name")
-				w.Header().Set("Content-Type", "application/json")
-				w.WriteHeader(http.StatusBadRequest)
-				_, _ = io.WriteString(w, answer)
-			})}
-		if serve := b.accept(context.Background(), context.Background(), []byte(c.line)); serve != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		b := newStdioBridge(ctx, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			name = r.Header.Get("Mcp-Name")
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, answer)
+		}), &out, cancel)
+		if serve := b.accept(ctx, ctx, []byte(c.line)); serve != nil {
 			serve()
 		}
+		cancel()
 		want := c.want
 		if want == "answer" {
 			want = answer + "\n"

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,16 +49,7 @@ func startStdioWith(t *testing.T, register func(*mcpserver.Server) error) *stdio
 // startStdioCtx is startStdioWith serving until ctx is done.
 func startStdioCtx(t *testing.T, ctx context.Context, register func(*mcpserver.Server) error) *stdioPeer {
 	t.Helper()
-	st := memory.New()
-	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
-		Store: st, Engine: &engine.Options{Workers: 4},
-		ChangeFeed: changefeed.New(st, nil), MaxSubscriptions: 1})
-	if err := register(srv); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	srv := newStdioServer(t, register)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &stdioPeer{t: t, in: inW, out: outR, lines: make(chan json.RawMessage, 16), done: make(chan error, 1)}
@@ -72,13 +64,30 @@ func startStdioCtx(t *testing.T, ctx context.Context, register func(*mcpserver.S
 		}
 		close(p.lines)
 	}()
+	t.Cleanup(func() { inW.Close() })
+	return p
+}
+
+// newStdioServer starts a server on a memory store with the tools that
+// register adds, and shuts it down when t ends.
+func newStdioServer(t *testing.T, register func(*mcpserver.Server) error) *mcpserver.Server {
+	t.Helper()
+	st := memory.New()
+	srv := mcpserver.New(&mcp.Implementation{Name: "stdio-test", Version: "0"}, &mcpserver.Options{ServerOptions: fixtures.ServerOptions(),
+		Store: st, Engine: &engine.Options{Workers: 4},
+		ChangeFeed: changefeed.New(st, nil), MaxSubscriptions: 1})
+	if err := register(srv); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
-		inW.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return p
+	return srv
 }
 
 // send writes one message, its _meta macros expanded.
@@ -502,6 +511,46 @@ func TestStdio_LineTooLong(t *testing.T) {
 	if m := p.next(); string(m["id"]) != "2" || m["result"] == nil {
 		t.Errorf("the request after it: %v, want its answer", m)
 	}
+}
+
+// TestStdio_OutputStuck: a host that stops reading stdout without closing
+// it does not hold ServeStdio once its context ends (SIGTERM): before, the
+// write of a reply blocked it for ever, and only SIGKILL ended the process.
+func TestStdio_OutputStuck(t *testing.T) {
+	srv := newStdioServer(t, func(*mcpserver.Server) error { return nil })
+	out := &stuckWriter{entered: make(chan struct{}), release: make(chan struct{})}
+	t.Cleanup(func() { close(out.release) })
+	inR, inW := io.Pipe()
+	t.Cleanup(func() { inW.Close() })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.ServeStdio(ctx, inR, out) }()
+	if _, err := io.WriteString(inW, expandMeta(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":$META_NOTASKS}}`)+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-out.entered // the reply's write blocks
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("ServeStdio did not return with its context done and a write to its output blocked")
+	}
+}
+
+// stuckWriter is an output nobody reads: a write blocks until release is
+// closed; entered is closed when the first one starts.
+type stuckWriter struct {
+	entered, release chan struct{}
+	once             sync.Once
+}
+
+func (w *stuckWriter) Write(p []byte) (int, error) {
+	w.once.Do(func() { close(w.entered) })
+	<-w.release
+	return len(p), nil
 }
 
 // TestStdio_OutputGone: once the client stops reading (its end of stdout
