@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -135,11 +137,23 @@ func TestSignIn(t *testing.T) {
 func TestSession_Expires(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, memoryBackend, Options{SessionTTL: time.Hour}, false)
+	r := h.put(asking(newTask(0, "export_report", "bob"), "Overwrite?"))
 	c := h.as(aliceToken)
-	wantPage(t, c.get("/tasks"), http.StatusOK)
+	wantPage(t, c.get("/tasks/"+r.ID), http.StatusOK)
+	csrf := c.csrf
 	h.now = h.now.Add(time.Hour)
 	if res := c.get("/tasks"); res.Code != http.StatusSeeOther {
 		t.Errorf("GET /tasks after the session's life = %d, want 303 to the sign-in form", res.Code)
+	}
+	// A form sent from a page whose session has ended leads to the
+	// sign-in form, and back to its page; it does nothing (before: a bare
+	// 401 text).
+	res := c.post("/tasks/"+r.ID+"/cancel", url.Values{"csrf": {csrf}})
+	if loc := res.Header().Get("Location"); res.Code != http.StatusSeeOther || loc != "/login?next=%2Ftasks%2F"+r.ID {
+		t.Errorf("cancel after the session's life = %d %q, want 303 to /login?next=%%2Ftasks%%2F%s", res.Code, loc, r.ID)
+	}
+	if got, err := h.st.Get(context.Background(), r.ID); err != nil || got.CancelRequested || got.Status != task.InputRequired {
+		t.Errorf("the cancel of an ended session changed the task: %+v, %v", got, err)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path"
 	"sync"
 	"time"
 
@@ -229,11 +230,19 @@ func (c *Console) signedIn(h func(w http.ResponseWriter, r *http.Request, se *se
 			c.sessions.setCookie(w, r, se)
 		}
 		if se == nil {
-			if r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream" {
+			switch {
+			case r.Method == http.MethodGet && r.Header.Get("Accept") != "text/event-stream":
 				http.Redirect(w, r, "/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-				return
+			case r.Method == http.MethodPost:
+				// A form of a page whose session has ended (expired, or
+				// signed out in another tab): nothing is done, and the
+				// operator signs in and comes back to the page, whose
+				// form they may send again (POST /tasks/{id}/cancel is
+				// sent from /tasks/{id}).
+				http.Redirect(w, r, "/login?next="+urlQueryEscape(path.Dir(r.URL.Path)), http.StatusSeeOther)
+			default:
+				http.Error(w, "Sign in first.", http.StatusUnauthorized)
 			}
-			http.Error(w, "Sign in first.", http.StatusUnauthorized)
 			return
 		}
 		h(w, r, se)
