@@ -143,48 +143,68 @@ func TestRequestInput_Withdrawn(t *testing.T) {
 	})
 }
 
-// TestRequestInput_WithdrawnTakesSlotBack: a handler of a tool that
-// suspends gives its worker slot up while it waits; when its question is
-// taken back and it runs on, it takes a slot back first, so that Workers
-// still bounds the handlers that run (before, it ran beside a handler
-// that had taken its slot).
-func TestRequestInput_WithdrawnTakesSlotBack(t *testing.T) {
-	bubble(t, func(t *testing.T) {
-		st := newMem()
-		var running, most atomic.Int32
-		goOn := make(chan struct{})
-		letGoOn := sync.OnceFunc(func() { close(goOn) })
-		defer letGoOn()
-		ask := func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			qctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			if _, err := run.RequestInput(qctx, asks("a"), ""); !errors.Is(err, context.DeadlineExceeded) {
-				return nil, err
-			}
-			n := running.Add(1)
-			defer running.Add(-1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			<-goOn
-			return json.RawMessage(`"went on"`), nil
-		}
-		e := startEngine(t, st, []*Tool{{Name: "ask", Handler: ask, Retry: RetryPolicy{Rerun: true}}}, Options{Workers: 1, SuspendAfter: time.Hour})
-		first := create(t, e, "ask")
-		time.Sleep(2 * time.Second) // past its question's deadline: it runs on
-		synctest.Wait()
-		second := create(t, e, "ask")
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if n := most.Load(); n != 1 {
-			t.Errorf("%d handlers ran on at once, with Workers 1", n)
-		}
-		letGoOn()
-		synctest.Wait()
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		wantStatus(t, st, first.ID, task.Completed)
-		wantStatus(t, st, second.ID, task.Completed)
-	})
+// TestRequestInput_SlotBack: a handler of a tool that suspends gives its
+// worker slot up while it waits, and takes one back before it runs on, so
+// that Workers still bounds the handlers that run, for as long as its run
+// lasts: when its question is taken back (before, it ran on without one),
+// and when it was answered but its question's own deadline passes while
+// it waits for a slot (before, it then ran on without one).
+func TestRequestInput_SlotBack(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		deadline time.Duration // of the question
+		answer   bool          // at 1 s, while another handler holds the slot
+	}{
+		{name: "taken back", deadline: time.Second},
+		{name: "answered, its deadline passed while it waits", deadline: 10 * time.Second, answer: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				st := newMem()
+				var running, most atomic.Int32
+				goOn := make(chan struct{})
+				letGoOn := sync.OnceFunc(func() { close(goOn) })
+				defer letGoOn()
+				runOn := func() json.RawMessage {
+					n := running.Add(1)
+					defer running.Add(-1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					<-goOn
+					return json.RawMessage(`"went on"`)
+				}
+				ask := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+					qctx, cancel := context.WithTimeout(ctx, tc.deadline)
+					defer cancel()
+					if _, err := run.RequestInput(qctx, asks("a"), ""); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+						return nil, err
+					}
+					return runOn(), nil
+				}
+				block := func(context.Context, *Run) (json.RawMessage, error) { return runOn(), nil }
+				e := startEngine(t, st, []*Tool{{Name: "ask", Handler: ask, Retry: RetryPolicy{Rerun: true}}, {Name: "block", Handler: block}},
+					Options{Workers: 1, SuspendAfter: time.Hour})
+				asking := create(t, e, "ask")
+				synctest.Wait() // it asks, and gives its slot up
+				create(t, e, "block")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if tc.answer {
+					update(t, e, asking.ID, map[string]string{"a": accept("A")})
+				}
+				time.Sleep(20 * time.Second)
+				synctest.Wait()
+				if n := most.Load(); n != 1 {
+					t.Errorf("%d handlers ran on at once, with Workers 1", n)
+				}
+				letGoOn()
+				synctest.Wait()
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				wantStatus(t, st, asking.ID, task.Completed)
+			})
+		})
+	}
 }
 
 func TestUpdateWhileWorkingIsIgnored(t *testing.T) {

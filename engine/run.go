@@ -114,8 +114,9 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // If ctx ends while the run goes on (a deadline the handler set on its
 // question), the requests not answered are withdrawn before RequestInput
 // returns ctx's error: the task no longer asks them, and is working again
-// when none is left (an answer that came first stays stored); the handler
-// may go on, and has taken a worker slot back when it returns.
+// when none is left (an answer that came first stays stored). The handler
+// may go on: as after an answer, it has its worker slot back (or its
+// MaxHolding token) when RequestInput returns, unless the run stopped.
 //
 // A store error never reaches the handler: the request is retried with
 // backoff until it is stored, and a failed re-read of the answers waits
@@ -148,21 +149,18 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		default:
 		}
 	}
+	withdrawn := false // the question was taken back, and the run goes on
 	defer func() {
-		// A handler that runs on (answered, or its question taken back
-		// while the run goes on) takes a slot back first.
-		runsOn := err == nil || ctx.Err() != nil && x.ctx.Err() == nil
-		if !runsOn || x.slot || x.holding {
+		// A handler that runs on (answered, or its question taken back)
+		// takes a slot back first, for as long as the run lasts: its own
+		// ctx may end meanwhile.
+		if (err != nil && !withdrawn) || x.slot || x.holding {
 			return
-		}
-		done := ctx.Done()
-		if err != nil {
-			done = x.ctx.Done() // ctx has ended: wait as long as the run lasts
 		}
 		select {
 		case e.slots <- struct{}{}:
 			x.slot = true
-		case <-done:
+		case <-x.ctx.Done():
 		}
 	}()
 	var answers map[string]json.RawMessage
@@ -215,7 +213,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 		select {
 		case <-ctx.Done():
-			r.withdraw(requests, answers)
+			withdrawn = r.withdraw(requests, answers)
 			return nil, context.Cause(ctx)
 		case <-x.parked:
 			if x.tool.Retry.Rerun {
@@ -229,6 +227,10 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			}
 			x.parked = nil // wait for the drain deadline instead
 		case <-suspend:
+			if ctx.Err() != nil { // it ended too: the handler stops waiting, as above
+				withdrawn = r.withdraw(requests, answers)
+				return nil, context.Cause(ctx)
+			}
 			return nil, r.suspend(ctx)
 		case <-x.input:
 		}
@@ -240,11 +242,12 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 // it passed RequestInput ended: a deadline of its own, a proxied server
 // that took its question back), so that clients are not asked what nobody
 // waits for. The write is retried until stored, unless the run stops (its
-// task is then released, cancelled or lost anyway).
-func (r *Run) withdraw(requests, answered map[string]json.RawMessage) {
+// task is then released, cancelled or lost anyway). It reports whether the
+// run goes on.
+func (r *Run) withdraw(requests, answered map[string]json.RawMessage) bool {
 	x := r.x
 	if x.ctx.Err() != nil {
-		return
+		return false
 	}
 	var keys []string
 	for k := range requests {
@@ -253,13 +256,13 @@ func (r *Run) withdraw(requests, answered map[string]json.RawMessage) {
 		}
 	}
 	if len(keys) == 0 {
-		return
+		return true
 	}
 	// storeCall fails only once the run stops.
-	_ = r.storeCall(x.ctx, "withdraw input", func(ctx context.Context) error {
+	return r.storeCall(x.ctx, "withdraw input", func(ctx context.Context) error {
 		_, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: keys})
 		return err
-	})
+	}) == nil
 }
 
 // takeHolding takes one of MaxHolding tokens for x, if one is free.

@@ -198,13 +198,13 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			if sent[key] {
 				continue
 			}
-			sent[key] = true
 			method, params, err := legacyInputRequest(r.InputRequests[key], id)
 			if err != nil {
 				s.log.Error("input request", "task", id, "key", key, "err", err)
 				continue
 			}
 			stream.request(inputRequestID(id, key), method, params)
+			sent[key] = true
 			lastSent = time.Now()
 		}
 		cancelGone(r)
