@@ -242,6 +242,16 @@ func (e *toolEntry) asksClient() needs {
 	return n
 }
 
+// asksFor says, for an error message, what the tool asks the client for
+// and why 2025-11-25 then needs a task, or returns "" if it asks nothing.
+func (e *toolEntry) asksFor() string {
+	asks := e.asksClient().names()
+	if asks == nil {
+		return ""
+	}
+	return "asks the client for input (" + strings.Join(asks, ", ") + "), which a 2025-11-25 call carries only in a task"
+}
+
 // patchResult serves the request through next into a buffer, lets patch
 // change the result of the reply, and writes the reply as JSON. A reply
 // that is an error, or that patch declines, is written unchanged.
@@ -329,15 +339,14 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		if t == nil {
 			return false
 		}
-		asks := t.asksClient().names()
-		switch {
-		case asks != nil && t.taskSupport() == "":
+		switch asks := t.asksFor(); {
+		case asks != "" && t.taskSupport() == "":
 			writeError(lr.w, http.StatusOK, lr.msg.ID, codeInvalidRequest,
-				"Tool "+p.Name+" asks the client for input ("+strings.Join(asks, ", ")+"), which a 2025-11-25 call carries only in a task, and it is not task-capable; call it with a 2026-07-28 client")
+				"Tool "+p.Name+" "+asks+", and it is not task-capable; call it with a 2026-07-28 client")
 			return true
-		case asks != nil:
+		case asks != "":
 			writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
-				"Tool "+p.Name+" requires task augmentation (taskSupport: required): it asks the client for input ("+strings.Join(asks, ", ")+"), which a 2025-11-25 call carries only in a task; call it with params.task")
+				"Tool "+p.Name+" requires task augmentation (taskSupport: required): it "+asks+"; call it with params.task")
 			return true
 		case t.mode(ctx, p.Arguments) == TaskRequired:
 			writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
@@ -351,12 +360,12 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 		return true
 	}
 	if t == nil || t.taskSupport() == "" {
-		advice := "call it without params.task"
-		if t != nil && t.asksClient().names() != nil {
-			advice = "it asks the client for input, which a 2025-11-25 call carries only in a task: call it with a 2026-07-28 client"
+		advice := "; call it without params.task"
+		if t != nil && t.asksFor() != "" {
+			advice = ": it " + t.asksFor() + "; call it with a 2026-07-28 client"
 		}
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
-			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden); "+advice)
+			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden)"+advice)
 		return true
 	}
 	// What the tool needs of the client, declared once, in initialize
