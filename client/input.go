@@ -38,7 +38,11 @@ type InputRequest struct {
 // elicitation/create. An error aborts the call or wait that asked.
 //
 // For a task, each key is passed to the handler once, however often the
-// server repeats it while the task waits.
+// server repeats it while the task waits. While the handler runs, the task
+// is polled (once per poll interval): if the server no longer asks (it
+// took the question back, or the task moved on or ended), ctx ends, and
+// what the handler returns then is dropped, its error too; the wait goes
+// on.
 type InputHandler interface {
 	HandleInput(ctx context.Context, key string, req *InputRequest) (any, error)
 }

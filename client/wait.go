@@ -284,8 +284,15 @@ func (t *Task) handleInput(ctx context.Context, w *waitConfig, st *TaskStatus) e
 				missing[key] = st.InputRequests[key]
 				continue
 			}
+			hctx, stop := t.whileAsked(ctx, key, st)
 			var err error
-			if a, err = answerWith(ctx, h, key, st.InputRequests[key]); err != nil {
+			a, err = answerWith(hctx, h, key, st.InputRequests[key])
+			gone := hctx.Err() != nil && ctx.Err() == nil
+			stop()
+			if gone {
+				continue // the server no longer asks: nothing to answer
+			}
+			if err != nil {
 				return fmt.Errorf("task %s: %w", t.ID, err)
 			}
 			t.mu.Lock()
@@ -310,6 +317,37 @@ func (t *Task) handleInput(ctx context.Context, w *waitConfig, st *TaskStatus) e
 		return &InputRequiredError{TaskID: t.ID, Task: t, Requests: missing}
 	}
 	return nil
+}
+
+// whileAsked returns the context of an InputHandler asked for key by st:
+// it ends with ctx, or once a poll of the task (one every poll interval)
+// finds key no longer asked (the server took its question back, or the
+// task moved on), so that a handler that waits for a person or forwards
+// the question stops. stop ends the polls.
+func (t *Task) whileAsked(ctx context.Context, key string, st *TaskStatus) (_ context.Context, stop func()) {
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(t.c.interval(st))
+		defer tick.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-tick.C:
+			}
+			now, err := t.get(hctx)
+			if err != nil {
+				continue // the wait's own polls report failures
+			}
+			if _, asked := now.InputRequests[key]; now.Status != task.InputRequired || now.InputRequests != nil && !asked {
+				cancel()
+				return
+			}
+		}
+	}()
+	return hctx, func() { cancel(); <-done }
 }
 
 // interval is the wait before the next poll after st.

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -160,6 +161,44 @@ func TestManualAnswer(t *testing.T) {
 	}
 	if got := text(res); got != "Wrote 4 rows to report.csv" {
 		t.Errorf("result %q", got)
+	}
+}
+
+// TestWait_QuestionGone: an InputHandler that waits (for a person, or for
+// the answer of another task it forwards the question to) sees its context
+// end once the server no longer asks (here the task is cancelled
+// meanwhile), and the wait reports the task's end. Before, the wait stayed
+// in the handler until it answered.
+func TestWait_QuestionGone(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	ctx := testContext(t)
+	asked := make(chan struct{}, 1)
+	handlerErr := make(chan error, 1)
+	c := newClient(s, &client.Options{InputHandler: client.InputHandlerFunc(func(hctx context.Context, _ string, _ *client.InputRequest) (any, error) {
+		asked <- struct{}{}
+		<-hctx.Done()
+		handlerErr <- hctx.Err()
+		return nil, hctx.Err()
+	})})
+	cr, err := c.CallTool(ctx, "confirm_delete", map[string]any{"filename": "a.txt"})
+	if err != nil || cr.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", cr, err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		_, err := cr.Task.Wait(ctx)
+		waited <- err
+	}()
+	<-asked
+	if err := c.Task(cr.Task.ID).Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var te *client.TaskError
+	if err := <-waited; !errors.As(err, &te) || te.Status != task.Cancelled {
+		t.Errorf("Wait = %v, want the task's cancellation", err)
+	}
+	if err := <-handlerErr; !errors.Is(err, context.Canceled) {
+		t.Errorf("the handler's context ended with %v, want cancelled", err)
 	}
 }
 

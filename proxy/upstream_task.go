@@ -76,7 +76,7 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 	clock := newUpstreamClock(p.opts.UpstreamTimeout, func() { endCall(errUpstreamTimeout) })
 	defer clock.stop()
 	a := &asker{ctx: callCtx, run: run, log: p.log, clock: clock}
-	c := p.upstreamClient(client.InputHandlerFunc(func(_ context.Context, _ string, req *client.InputRequest) (any, error) {
+	c := p.upstreamClient(client.InputHandlerFunc(func(hctx context.Context, _ string, req *client.InputRequest) (any, error) {
 		if req.Elicit == nil {
 			err := p.failure(nil, "upstream %s asked for %s in tools/call %q; mcptasks proxy forwards only elicitation", p.name, req.Method, name)
 			a.fail(err)
@@ -84,7 +84,9 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		}
 		q := *req.Elicit
 		q.Meta = nil // the upstream's related-task names a task this task's client does not know
-		answers, err := a.ask(context.Background(), []*mcp.ElicitParams{&q})
+		// hctx ends when the call does, or when the upstream no longer
+		// asks (the client polls its task meanwhile): withdrawn.
+		answers, err := a.ask(hctx, []*mcp.ElicitParams{&q})
 		if err != nil {
 			return nil, err
 		}

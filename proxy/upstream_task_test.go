@@ -250,6 +250,56 @@ func waitUpstream(t *testing.T, st store.Lister, tool, label string, status task
 	}
 }
 
+// TestProxyTaskUpstream_QuestionTakenBack: an upstream that serves tasks
+// and takes its question back (its handler stops waiting, and goes on) is
+// followed to its end: the proxy's client sees the question gone while it
+// waits for this task's answer, and stops waiting. Before, the proxy waited
+// for an answer nobody needed, and its task never ended.
+func TestProxyTaskUpstream_QuestionTakenBack(t *testing.T) {
+	withdraw := make(chan struct{})
+	_, upURL := startTaskUpstream(t, func(up *mcpserver.Server) error {
+		return mcpserver.AddTool(up, &mcp.Tool{Name: "ask_then_go_on"},
+			mcpserver.ToolOptions{Task: mcpserver.TaskRequired, Requires: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-withdraw:
+						cancel()
+					case <-qctx.Done():
+					}
+				}()
+				if _, err := mcpserver.Elicit(qctx, "ok", &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}}); !errors.Is(err, context.Canceled) {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "went on"}}}, nil, nil
+			})
+	}, nil)
+	c, _ := startProxy(t, upURL, client.ProtocolVersion, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	cr, err := c.CallTool(ctx, "ask_then_go_on", nil)
+	if err != nil || cr.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", cr, err)
+	}
+	waitAsked(t, ctx, cr.Task)
+	close(withdraw)
+	for {
+		st, err := cr.Task.Get(ctx)
+		if err == nil && st.Status == task.Completed {
+			if got := st.Result; got == nil || len(got.Content) != 1 || got.Content[0].(*mcp.TextContent).Text != "went on" {
+				t.Errorf("result %+v, want the upstream's", got)
+			}
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the proxied task did not end after the upstream took its question back: %+v, %v", st, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitAsked waits until the proxied task tk is input_required.
 func waitAsked(t *testing.T, ctx context.Context, tk *client.Task) {
 	t.Helper()
