@@ -90,7 +90,7 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 	}
 	k.keyed = !c.noTasks
 	c.mu.Lock()
-	bindings := c.tools[name]
+	listed, bindings := c.tools != nil, c.tools[name]
 	c.mu.Unlock()
 	k.extra = paramHeaderValues(bindings, argsJSON)
 	leg, known, err := c.knownProtocol(ctx)
@@ -127,6 +127,16 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		// asking for a task if the tool allows one.
 		k.noSwitch = !known
 		raw, rt, err = c.roundTrip(ctx, k, name, h)
+		if errors.Is(err, ErrHeaderMismatch) && !listed {
+			// The tool mirrors arguments into Mcp-Param-* headers
+			// (x-mcp-header), which tools/list tells: listed, the call
+			// goes again with them and its key (a resent call finds
+			// the task its first request made).
+			if extra, lerr := c.paramHeadersOf(ctx, name, argsJSON); lerr == nil && len(extra) > 0 {
+				k.extra = extra
+				raw, rt, err = c.roundTrip(ctx, k, name, h)
+			}
+		}
 		var te *TransportError
 		if err != nil && !known && !errors.As(err, &te) && ctx.Err() == nil {
 			if leg, _ = c.protocol(ctx); leg == nil {
@@ -199,12 +209,24 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 	return &CallResult{Result: &out}, nil
 }
 
+// paramHeadersOf lists the server's tools and returns the Mcp-Param-*
+// headers that a call of tool with args carries.
+func (c *Client) paramHeadersOf(ctx context.Context, tool string, args json.RawMessage) (map[string]string, error) {
+	if _, err := c.ListTools(ctx); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return paramHeaderValues(c.tools[tool], args), nil
+}
+
 // settlePending ends the pending create e of a call that returned res and
 // err. The task's entry replaced it already, unless the journal failed (it
 // then stays: Resend gets the task with its key). It stays too when the
 // call failed after a request whose outcome was unknown, unless the server
 // refused the call with a JSON-RPC error (it refuses the same arguments
-// the same way, so the first request made nothing either). Otherwise the
+// the same way, so the first request made nothing either), but for a
+// header mismatch (-32020: the headers may differ). Otherwise the
 // server answered every request of the call without a task (a result, an
 // error, a question), or the call went out again without the key (to a
 // 2025-11-25 server): it is removed.
@@ -213,7 +235,9 @@ func (c *Client) settlePending(ctx context.Context, e Entry, unknown bool, res *
 	switch {
 	case res != nil && res.Task != nil && res.Task.entry != nil && res.Task.entry.IdempotencyKey == e.IdempotencyKey:
 		return
-	case err != nil && unknown && !(errors.As(err, &refused) && !transient(err)):
+	case err != nil && unknown && !(errors.As(err, &refused) && !transient(err) && !errors.Is(err, ErrHeaderMismatch)):
+		// A header mismatch says nothing of the first request, which
+		// carried headers of its own.
 		return
 	}
 	if rerr := c.opts.Journal.Remove(context.WithoutCancel(ctx), e); rerr != nil {

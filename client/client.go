@@ -138,7 +138,7 @@ type Client struct {
 	nextID atomic.Int64
 
 	mu    sync.Mutex
-	tools map[string][]paramHeader // x-mcp-header bindings from tools/list
+	tools map[string][]paramHeader // x-mcp-header bindings from tools/list; nil until listed
 	// keys is whether the server honours idempotency keys, as its
 	// server/discover said: 0 not asked yet, 1 yes, -1 no.
 	keys int
@@ -158,7 +158,7 @@ type Client struct {
 
 // New returns a client of the MCP endpoint at url.
 func New(url string, opts *Options) *Client {
-	c := &Client{url: url, tools: map[string][]paramHeader{}}
+	c := &Client{url: url}
 	if opts != nil {
 		c.opts = *opts
 	}

@@ -795,6 +795,59 @@ func TestResend_PendingCreate(t *testing.T) {
 	}
 }
 
+// TestCallTool_ParamHeadersLearned: a call of a tool that mirrors
+// arguments into Mcp-Param-* headers (x-mcp-header) works without a
+// tools/list first: refused for the missing header, the client lists the
+// tools and sends the call again with its key. So a resent pending create
+// of such a tool, by a program that starts again and lists nothing, finds
+// the task its first request made. Before, the call failed (-32020: the
+// CLI could not call archive_logs at all), and Resend took the refusal for
+// "nothing made" and dropped the journal's entry, losing the task.
+func TestCallTool_ParamHeadersLearned(t *testing.T) {
+	var m madeTasks
+	var cut atomic.Bool
+	created := make(chan struct{})
+	s := startServer(t, serverConfig{wrap: m.wrap(func(_ int32, w http.ResponseWriter, r *http.Request) bool {
+		if len(m.made()) == 1 && cut.CompareAndSwap(false, true) { // the caller is gone before the reply that made the task
+			close(created)
+			<-r.Context().Done()
+			return false
+		}
+		return true
+	})})
+	path := filepath.Join(t.TempDir(), "journal.json")
+	ctx := testContext(t)
+	args := map[string]any{"region": "us", "days": 1}
+
+	first := newClient(s, &client.Options{Journal: client.FileJournal(path)})
+	callCtx, cancel := context.WithCancel(ctx)
+	go func() { <-created; cancel() }()
+	if res, err := first.CallTool(callCtx, "archive_logs", args); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CallTool cut off: %+v, %v; want context.Canceled", res, err)
+	}
+	made := m.made()
+	if len(made) != 1 {
+		t.Fatalf("the first call made tasks %v, want one (it learned the headers itself)", made)
+	}
+
+	// The next run lists no tools before it resends.
+	c := newClient(s, &client.Options{Journal: client.FileJournal(path)})
+	pending, err := c.Pending(ctx)
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("Pending: %+v, %v; want the call", pending, err)
+	}
+	res, err := c.Resend(ctx, pending[0])
+	if err != nil || res.Task == nil || !made[res.Task.ID] {
+		t.Fatalf("Resend: %+v, %v; want the task of the first request (%v)", res, err, made)
+	}
+	if all := m.made(); len(all) != 1 {
+		t.Errorf("the server made tasks %v, want one", all)
+	}
+	if out, err := res.Task.Wait(ctx); err != nil || text(out) != "Archived 1 days of logs in us" {
+		t.Errorf("Wait: %q, %v", text(out), err)
+	}
+}
+
 // TestPendingCreate_Outcomes: what a call leaves in the journal, by how its
 // requests were answered. Unknown outcomes keep the pending create (a
 // reply lost, then a server that cannot even be reached; a server/discover
