@@ -118,6 +118,8 @@ func TestCLI_Call(t *testing.T) {
 		{name: "SlowCompute", args: []string{"slow_compute", "seconds=1", "label=x"}, task: true, status: "completed", text: `Computed "x" in 1s`},
 		{name: "ArgsMerged", args: []string{"slow_compute", "--args", `{"seconds": 0.2, "label": "a"}`, "label=b"}, task: true, status: "completed", text: `Computed "b" in 200ms`},
 		{name: "Immediate", args: []string{"greet", "name=Bob"}, status: "completed", text: "Hello, Bob!"},
+		// Mcp-Param-Region (x-mcp-header), learned from tools/list after the first refusal.
+		{name: "ParamHeader", args: []string{"archive_logs", "region=us", "days=1"}, task: true, status: "completed", text: "Archived 1 days of logs in us"},
 		{name: "ToolError", args: []string{"failing_job"}, code: exitToolError, task: true, status: "completed", text: "the job failed, as it always does", isError: true},
 		{name: "TaskFailed", args: []string{"protocol_error_job"}, code: exitTaskFailed, task: true, status: "failed", errCode: -32603, stderrOK: "failed: internal error while running the job"},
 	} {
