@@ -90,6 +90,11 @@ func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error
 	if err != nil {
 		return err
 	}
+	// The call is journaled before it is sent: a journal that cannot be
+	// read would let it go out unrecorded.
+	if _, err := j.List(ctx); err != nil {
+		return unreadableJournal(err)
+	}
 	human := s.outTTY && !f.json
 	con := newConsole(ctx, s, human)
 	defer con.close()

@@ -200,10 +200,18 @@ func TestCLI_Errors(t *testing.T) {
 		{"Unreachable", []string{"call", unreachable, "greet"}, exitTransport, "connection refused"},
 		{"UnknownTool", []string{"call", p.url, "no_such_tool"}, exitTransport, "-32602"},
 		{"UnknownTaskOnServer", []string{"get", "--url", p.url, "no-such-task"}, exitTransport, "-32602"},
+		// A journal that cannot be read: the call is not sent unrecorded.
+		{"CorruptJournal", []string{"call", p.url, "slow_compute", "seconds=60", "label=never-sent"}, exitUsage, "not a journal"},
+		{"CorruptJournalTasks", []string{"tasks"}, exitUsage, "move the file aside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			journal := filepath.Join(t.TempDir(), "journal.json")
+			if strings.HasPrefix(tc.name, "CorruptJournal") {
+				if err := os.WriteFile(journal, []byte("{not json"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			out, errOut, code := cliRun(t, journal, tc.args...)
 			if code != tc.code || !strings.Contains(errOut, tc.stderr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q\nstdout: %s", code, errOut, tc.code, tc.stderr, out)

@@ -65,6 +65,12 @@ func (f *clientFlags) journalPath() (string, error) {
 	return filepath.Join(home, ".local", "state", "mcptasks", "journal.json"), nil
 }
 
+// unreadableJournal is the usage error of a journal that cannot be read
+// (err names the file), with the way out.
+func unreadableJournal(err error) error {
+	return usageError("%v: move the file aside to start a new journal (or name another with --journal)", err)
+}
+
 func (f *clientFlags) openJournal() (client.Journal, error) {
 	p, err := f.journalPath()
 	if err != nil {

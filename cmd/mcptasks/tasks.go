@@ -66,7 +66,7 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 	}
 	entries, err := j.List(ctx)
 	if err != nil {
-		return &exitError{code: exitUsage, err: err}
+		return unreadableJournal(err)
 	}
 	var resumeErr error
 	if f.resume {
