@@ -206,9 +206,11 @@ func ExampleClient_Resend() {
 			fmt.Println("still unknown:", err)
 			continue
 		}
-		out, err := res.Task.Wait(ctx)
-		if err != nil {
-			panic(err)
+		out := res.Result // answered at once, or
+		if res.Task != nil {
+			if out, err = res.Task.Wait(ctx); err != nil {
+				panic(err)
+			}
 		}
 		fmt.Println(out.Content[0].(*mcp.TextContent).Text)
 	}

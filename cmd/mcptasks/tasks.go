@@ -36,7 +36,9 @@ machine never learnt (the command was stopped, or lost its connection, while
 the call was on the wire) is listed as pending, without an id: the server may
 or may not have made its task. --resume sends each pending call again with
 the idempotency key it was first sent with: the server answers with the task
-the first one made, or makes it now, and the task is listed. A call the
+the first one made, or makes it now, and the task is listed. The server
+keeps a key only as long as its task lives (its TTL): a call resent after
+its task expired runs again. A call the
 server answers at once runs again (keys hold for tasks only); one that asks
 a question before it makes a task stays pending. A call still on the wire in
 another "mcptasks call" is listed as pending too: resume when none runs.
