@@ -71,6 +71,10 @@ var (
 	// create made a task, because the server does not honour idempotency
 	// keys.
 	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrNotAsked is the cause of an [InputHandler]'s context that ended
+	// because the server no longer asks the question (it took it back, or
+	// the task moved on or ended).
+	ErrNotAsked = errors.New("the server no longer asks this question")
 )
 
 // Error is a JSON-RPC error returned by the server.

@@ -40,7 +40,8 @@ type InputRequest struct {
 // For a task, each key is passed to the handler once, however often the
 // server repeats it while the task waits. While the handler runs, the task
 // is polled (once per poll interval): if the server no longer asks (it
-// took the question back, or the task moved on or ended), ctx ends, and
+// took the question back, or the task moved on or ended), ctx ends with
+// the cause [ErrNotAsked], and
 // what the handler returns then is dropped, its error too; the wait goes
 // on.
 type InputHandler interface {

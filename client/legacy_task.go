@@ -24,27 +24,11 @@ const legacyQuiet = 50 * time.Millisecond
 // the session's GET stream) are the status's InputRequests, keyed by their
 // JSON-RPC ids.
 func (t *Task) legacyGet(ctx context.Context, leg *legacy) (*TaskStatus, error) {
-	k, err := newCall("tasks/get", map[string]string{"taskId": t.ID})
+	st, err := t.legacyStatus(ctx, leg)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := leg.do(ctx, t.c, k, nil)
-	if err != nil {
-		return nil, err
-	}
-	var lt task.LegacyTask
-	if err := json.Unmarshal(raw, &lt); err != nil {
-		return nil, invalidResult(k.method, "%v", err)
-	}
-	if !lt.Status.Valid() {
-		return nil, invalidResult(k.method, "unknown task status %q", lt.Status)
-	}
-	if lt.TaskID != "" && lt.TaskID != t.ID {
-		return nil, invalidResult(k.method, "asked for task %s, got %s", t.ID, lt.TaskID)
-	}
-	st := statusFromLegacy(&lt)
-	st.TaskID = t.ID
-	switch lt.Status {
+	switch st.Status {
 	case task.Completed, task.Failed:
 		res, err := leg.do(ctx, t.c, t.resultCall(), nil)
 		if err := t.legacyOutcome(st, res, err); err != nil {
@@ -84,6 +68,32 @@ func (t *Task) legacyOutcome(st *TaskStatus, res json.RawMessage, err error) err
 	}
 	st.Status, st.Result, st.RawResult = task.Completed, &r, res
 	return nil
+}
+
+// legacyStatus reads the task's status with a 2025-11-25 tasks/get alone:
+// without its result or its questions.
+func (t *Task) legacyStatus(ctx context.Context, leg *legacy) (*TaskStatus, error) {
+	k, err := newCall("tasks/get", map[string]string{"taskId": t.ID})
+	if err != nil {
+		return nil, err
+	}
+	raw, err := leg.do(ctx, t.c, k, nil)
+	if err != nil {
+		return nil, err
+	}
+	var lt task.LegacyTask
+	if err := json.Unmarshal(raw, &lt); err != nil {
+		return nil, invalidResult(k.method, "%v", err)
+	}
+	if !lt.Status.Valid() {
+		return nil, invalidResult(k.method, "unknown task status %q", lt.Status)
+	}
+	if lt.TaskID != "" && lt.TaskID != t.ID {
+		return nil, invalidResult(k.method, "asked for task %s, got %s", t.ID, lt.TaskID)
+	}
+	st := statusFromLegacy(&lt)
+	st.TaskID = t.ID
+	return st, nil
 }
 
 // legacyInput opens tasks/result, and the session's GET stream, to read the

@@ -1,13 +1,16 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,5 +295,62 @@ func TestLegacySyncQuestion(t *testing.T) {
 		if !strings.HasPrefix(text, tc.want) || res.Result.IsError != tc.isError {
 			t.Errorf("%s: result %q (isError %v), want %q (isError %v)", tc.name, text, res.Result.IsError, tc.want, tc.isError)
 		}
+	}
+}
+
+// TestLegacyQuestionSentOnce: a 2025-11-25 server may send a question on
+// one tasks/result stream only (a queue it takes the question off). An
+// InputHandler that takes its time (a person) is not cancelled by the
+// client's watch of the question, which reads the status alone: the task
+// still asks while it is input_required. The answer goes through.
+func TestLegacyQuestionSentOnce(t *testing.T) {
+	var results atomic.Int32
+	var answered atomic.Bool
+	once := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost {
+				b, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(b))
+				var m struct {
+					Method string          `json:"method"`
+					Result json.RawMessage `json:"result"`
+				}
+				_ = json.Unmarshal(b, &m)
+				if m.Method == "" && m.Result != nil {
+					answered.Store(true)
+				}
+				if m.Method == "tasks/result" && results.Add(1) > 1 && !answered.Load() {
+					// Later streams carry nothing until the answer.
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					w.(http.Flusher).Flush()
+					<-r.Context().Done()
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	s := startServer(t, serverConfig{wrap: once})
+	cancelled := make(chan error, 1)
+	h := client.InputHandlerFunc(func(ctx context.Context, _ string, _ *client.InputRequest) (any, error) {
+		select {
+		case <-ctx.Done():
+			cancelled <- ctx.Err()
+			return nil, ctx.Err()
+		case <-time.After(10 * testPoll): // a person takes a while
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+	})
+	c := newClient(s, legacyOptions(client.Options{InputHandler: h}))
+	ctx := testContext(t)
+	res, err := callTask(t, c, "confirm_delete", map[string]any{"filename": "a.txt"}).Wait(ctx)
+	select {
+	case err := <-cancelled:
+		t.Fatalf("the handler was cancelled (%v) though the task still asked", err)
+	default:
+	}
+	if err != nil || !strings.Contains(text(res), "a.txt") {
+		t.Errorf("Wait: %q, %v; want the deletion confirmed", text(res), err)
 	}
 }

@@ -322,10 +322,22 @@ func (t *Task) handleInput(ctx context.Context, w *waitConfig, st *TaskStatus) e
 // whileAsked returns the context of an InputHandler asked for key by st:
 // it ends with ctx, or once a poll of the task (one every poll interval)
 // finds key no longer asked (the server took its question back, or the
-// task moved on), so that a handler that waits for a person or forwards
-// the question stops. stop ends the polls.
+// task moved on), with the cause ErrNotAsked, so that a handler that waits
+// for a person or forwards the question stops. stop ends the polls.
 func (t *Task) whileAsked(ctx context.Context, key string, st *TaskStatus) (_ context.Context, stop func()) {
-	hctx, cancel := context.WithCancel(ctx)
+	poll := t.get
+	gone := func(now *TaskStatus) bool {
+		_, asked := now.InputRequests[key]
+		return now.Status != task.InputRequired || now.InputRequests != nil && !asked
+	}
+	if leg, _, _ := t.c.knownProtocol(ctx); leg != nil {
+		// 2025-11-25 tells the questions on tasks/result, which a server
+		// may send once: the status alone says whether the task still
+		// asks.
+		poll = func(ctx context.Context) (*TaskStatus, error) { return t.legacyStatus(ctx, leg) }
+		gone = func(now *TaskStatus) bool { return now.Status != task.InputRequired }
+	}
+	hctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -337,17 +349,17 @@ func (t *Task) whileAsked(ctx context.Context, key string, st *TaskStatus) (_ co
 				return
 			case <-tick.C:
 			}
-			now, err := t.get(hctx)
+			now, err := poll(hctx)
 			if err != nil {
 				continue // the wait's own polls report failures
 			}
-			if _, asked := now.InputRequests[key]; now.Status != task.InputRequired || now.InputRequests != nil && !asked {
-				cancel()
+			if gone(now) {
+				cancel(ErrNotAsked)
 				return
 			}
 		}
 	}()
-	return hctx, func() { cancel(); <-done }
+	return hctx, func() { cancel(nil); <-done }
 }
 
 // interval is the wait before the next poll after st.

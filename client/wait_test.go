@@ -177,7 +177,7 @@ func TestWait_QuestionGone(t *testing.T) {
 	c := newClient(s, &client.Options{InputHandler: client.InputHandlerFunc(func(hctx context.Context, _ string, _ *client.InputRequest) (any, error) {
 		asked <- struct{}{}
 		<-hctx.Done()
-		handlerErr <- hctx.Err()
+		handlerErr <- context.Cause(hctx)
 		return nil, hctx.Err()
 	})})
 	cr, err := c.CallTool(ctx, "confirm_delete", map[string]any{"filename": "a.txt"})
@@ -197,8 +197,8 @@ func TestWait_QuestionGone(t *testing.T) {
 	if err := <-waited; !errors.As(err, &te) || te.Status != task.Cancelled {
 		t.Errorf("Wait = %v, want the task's cancellation", err)
 	}
-	if err := <-handlerErr; !errors.Is(err, context.Canceled) {
-		t.Errorf("the handler's context ended with %v, want cancelled", err)
+	if err := <-handlerErr; !errors.Is(err, client.ErrNotAsked) {
+		t.Errorf("the handler's context ended with %v, want ErrNotAsked", err)
 	}
 }
 

@@ -147,7 +147,11 @@ func (c *console) inputHandler(out *output) client.InputHandler {
 		}()
 		out.pause()
 		defer out.resume()
-		return c.elicit(ctx, key, req)
+		v, err := c.elicit(ctx, key, req)
+		if errors.Is(context.Cause(ctx), client.ErrNotAsked) {
+			fmt.Fprintf(c.prompter.Out, "%s: %v.\n", key, client.ErrNotAsked)
+		}
+		return v, err
 	})
 }
 

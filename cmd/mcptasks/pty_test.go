@@ -207,6 +207,29 @@ func TestPTY_Interrupt(t *testing.T) {
 	}
 }
 
+// TestPTY_QuestionGone: a question that the server no longer asks while
+// its prompt is open (here the task is cancelled from elsewhere) ends the
+// prompt with a line that says so, and the wait reports the task's end;
+// before, the prompt stayed, and the command with it.
+func TestPTY_QuestionGone(t *testing.T) {
+	t.Parallel()
+	p := cliServer(t, "200ms")
+	server := &rpc{url: p.url, tasks: true}
+	journal := filepath.Join(t.TempDir(), "journal.json")
+	c := startPTY(t, journal, "call", p.url, "confirm_delete", "filename=gone.txt")
+	m := taskHeader.FindStringSubmatch(c.expect("Ctrl-C to detach or cancel."))
+	if m == nil {
+		t.Fatal("no task header")
+	}
+	c.expect("confirm [y/n]: ")
+	server.mustCall(t, "tasks/cancel", map[string]any{"taskId": m[1]})
+	c.expect("confirm-delete: the server no longer asks this question.")
+	c.expect("✗ cancelled after ")
+	if code := c.exitCode(); code != exitTaskCancelled {
+		t.Errorf("exit %d, want %d", code, exitTaskCancelled)
+	}
+}
+
 // TestPTY_InterruptQuestion presses Ctrl-C while a question is open: the
 // question, not the wait, takes it and asks what it meant; after "wait" the
 // question is asked again, and its answer leads to the result.
