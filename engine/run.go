@@ -164,6 +164,12 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 	}()
 	var answers map[string]json.RawMessage
+	// stopWaiting ends a wait that ctx ended: what is asked and not
+	// answered is taken back, if the run goes on.
+	stopWaiting := func() error {
+		withdrawn = r.withdraw(requests, answers)
+		return context.Cause(ctx)
+	}
 	read := func(ctx context.Context, suspend bool) (err error) {
 		answers, err = x.st.RequestInput(ctx, store.RequestInputParams{
 			FenceParams: r.fence(), Requests: requests, StatusMessage: statusMessage, Suspend: suspend,
@@ -213,8 +219,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		}
 		select {
 		case <-ctx.Done():
-			withdrawn = r.withdraw(requests, answers)
-			return nil, context.Cause(ctx)
+			return nil, stopWaiting()
 		case <-x.parked:
 			if x.tool.Retry.Rerun {
 				if err := e.st.Release(context.WithoutCancel(ctx), r.fence()); err != nil {
@@ -227,9 +232,8 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 			}
 			x.parked = nil // wait for the drain deadline instead
 		case <-suspend:
-			if ctx.Err() != nil { // it ended too: the handler stops waiting, as above
-				withdrawn = r.withdraw(requests, answers)
-				return nil, context.Cause(ctx)
+			if ctx.Err() != nil { // it ended too: the handler stops waiting
+				return nil, stopWaiting()
 			}
 			return nil, r.suspend(ctx)
 		case <-x.input:
