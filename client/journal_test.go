@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,5 +219,44 @@ func TestFileJournalCrashMidWrite(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "not json" {
 		t.Errorf("corrupt journal overwritten: %q", b)
+	}
+}
+
+// TestJournalSharedEntry: two programs on one journal change one task's
+// entry: a waiter that loaded the entry before "mcptasks answer" recorded
+// the key it answered keeps that key when it records the task's end.
+// Before, the waiter saved its stale copy whole.
+func TestJournalSharedEntry(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	ctx := testContext(t)
+	path := filepath.Join(t.TempDir(), "journal.json")
+	j := client.FileJournal(path)
+	res, err := newClient(s, &client.Options{Journal: j}).CallTool(ctx, "confirm_delete", map[string]any{"filename": "f"})
+	if err != nil || res.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", res, err)
+	}
+	id := res.Task.ID
+	waitStatus(t, newClient(s, nil).Task(id), task.InputRequired)
+
+	// The waiter loads the entry (its first Get records what it sees).
+	waiter, err := newClient(s, &client.Options{Journal: j}).Resume(ctx)
+	if err != nil || len(waiter) != 1 {
+		t.Fatalf("Resume: %v, %v", waiter, err)
+	}
+	if _, err := waiter[0].Get(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Another program answers, and records the key.
+	if err := newClient(s, &client.Options{Journal: j}).Task(id).Update(ctx, map[string]any{
+		"confirm-delete": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, newClient(s, nil).Task(id), task.Completed)
+	if st, err := waiter[0].Get(ctx); err != nil || st.Status != task.Completed {
+		t.Fatalf("the waiter's Get: %+v, %v", st, err)
+	}
+	e, ok, err := j.Load(ctx, s.url, id)
+	if err != nil || !ok || e.Status != task.Completed || !slices.Contains(e.AnsweredKeys, "confirm-delete") {
+		t.Errorf("entry %+v (%v, %v); want completed, with confirm-delete answered", e, ok, err)
 	}
 }

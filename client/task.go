@@ -397,8 +397,17 @@ func (t *Task) record(ctx context.Context, st *TaskStatus, answered []string) {
 		return
 	}
 	e := *t.entry
+	// Another program may have changed the entry since it was loaded
+	// ("mcptasks answer" adds the keys it answered, "mcptasks tasks" or
+	// Remove drops it): the change goes on the entry as it is now.
+	if cur, ok, err := j.Load(ctx, e.ServerURL, e.TaskID); err == nil {
+		if !ok {
+			return
+		}
+		e = cur
+	}
 	changed := false
-	if st != nil && st.Status != e.Status {
+	if st != nil && st.Status != e.Status && !st.seenAt.Before(e.SeenAt) {
 		e.Status, e.StatusMessage, e.SeenAt = st.Status, st.StatusMessage, st.seenAt
 		changed = true
 	}
