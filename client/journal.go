@@ -319,3 +319,41 @@ func sortedEntries(m map[journalKey]Entry) []Entry {
 	})
 	return out
 }
+
+// Prune removes from j the entries for which drop reports true, in one
+// change of the file for a [FileJournal] (one Remove each for another
+// Journal), and returns how many it removed. Entries are never removed on
+// their own: a journal keeps every task until it is pruned (see
+// "mcptasks tasks --prune").
+func Prune(ctx context.Context, j Journal, drop func(Entry) bool) (int, error) {
+	n := 0
+	if fj, ok := j.(*fileJournal); ok {
+		err := fj.change(ctx, func(m map[journalKey]Entry) bool {
+			for k, e := range m {
+				if drop(e) {
+					delete(m, k)
+					n++
+				}
+			}
+			return n > 0
+		})
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	}
+	entries, err := j.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, e := range entries {
+		if !drop(e) {
+			continue
+		}
+		if err := j.Remove(ctx, e); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

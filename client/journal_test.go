@@ -260,3 +260,30 @@ func TestJournalSharedEntry(t *testing.T) {
 		t.Errorf("entry %+v (%v, %v); want completed, with confirm-delete answered", e, ok, err)
 	}
 }
+
+// TestPrune: Prune removes the entries its function drops, from a file
+// journal in one change and from any other Journal one by one, and says
+// how many.
+func TestPrune(t *testing.T) {
+	for name, j := range map[string]client.Journal{
+		"file":   client.FileJournal(filepath.Join(t.TempDir(), "journal.json")),
+		"memory": client.MemoryJournal(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			for i := range 5 {
+				if err := j.Save(ctx, entry(i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			n, err := client.Prune(ctx, j, func(e client.Entry) bool { return e.TaskID < "task-02" })
+			if err != nil || n != 2 {
+				t.Fatalf("Prune = %d, %v; want 2", n, err)
+			}
+			left, err := j.List(ctx)
+			if err != nil || len(left) != 3 || slices.ContainsFunc(left, func(e client.Entry) bool { return e.TaskID < "task-02" }) {
+				t.Errorf("left %+v, %v; want task-02 to task-04", left, err)
+			}
+		})
+	}
+}

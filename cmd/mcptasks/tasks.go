@@ -19,6 +19,7 @@ import (
 type tasksFlags struct {
 	clientFlags
 	json, resume bool
+	prune        time.Duration
 }
 
 func newTasksCmd() *cobra.Command {
@@ -43,6 +44,10 @@ server answers at once runs again (keys hold for tasks only); one that asks
 a question before it makes a task stays pending. A call still on the wire in
 another "mcptasks call" is listed as pending too: resume when none runs.
 
+The journal keeps every task until it is pruned: --prune 720h removes the
+entries of tasks last seen finished (completed, failed or cancelled) more
+than 30 days ago, in one change of the file, and says how many.
+
 With --json, a JSON array of the journal's entries: taskId ("" for a
 pending call), serverUrl, tool, args, argsDigest, status, statusMessage,
 seenAt, createdAt, answeredKeys, protocol (set for a 2025-11-25 task),
@@ -58,6 +63,7 @@ idempotencyKey.
 	f.register(fl, false)
 	fl.BoolVar(&f.json, "json", false, "print the entries as a JSON array")
 	fl.BoolVar(&f.resume, "resume", false, "first send the pending calls again (those whose reply was never seen), each with its idempotency key, to learn their tasks")
+	fl.DurationVar(&f.prune, "prune", 0, "first remove the entries of tasks last seen finished (completed, failed or cancelled) longer ago than this `duration`, such as 720h (default: keep every entry)")
 	return withUsageHint(cmd)
 }
 
@@ -65,6 +71,17 @@ func runTasks(ctx context.Context, f *tasksFlags, s *streams, now time.Time) err
 	j, err := f.openJournal()
 	if err != nil {
 		return err
+	}
+	if f.prune < 0 {
+		return usageError("--prune must be a positive duration, such as 720h, got %v", f.prune)
+	}
+	if f.prune > 0 {
+		before := now.Add(-f.prune)
+		n, err := client.Prune(ctx, j, func(e client.Entry) bool { return e.Status.Terminal() && e.SeenAt.Before(before) })
+		if err != nil {
+			return unreadableJournal(err)
+		}
+		fmt.Fprintf(s.err, "mcptasks: removed %d finished task(s) last seen before %s\n", n, before.Local().Format(time.DateTime))
 	}
 	entries, err := j.List(ctx)
 	if err != nil {

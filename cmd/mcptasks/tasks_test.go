@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,5 +144,46 @@ func TestJournalPath(t *testing.T) {
 	f.token = "from-flag"
 	if got := f.tokenValue(); got != "from-flag" {
 		t.Errorf("token %q, want the flag's", got)
+	}
+}
+
+// TestRunTasks_Prune: --prune removes the entries of tasks last seen
+// finished longer ago than its duration, and keeps the others: newer or
+// unfinished ones, and pending calls.
+func TestRunTasks_Prune(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	month := 30 * 24 * time.Hour
+	path := journalWith(t,
+		client.Entry{TaskID: "done-old", ServerURL: "http://a/mcp", Tool: "t", Status: task.Completed, SeenAt: now.Add(-2 * month), CreatedAt: now.Add(-2 * month)},
+		client.Entry{TaskID: "failed-old", ServerURL: "http://a/mcp", Tool: "t", Status: task.Failed, SeenAt: now.Add(-2 * month), CreatedAt: now.Add(-2 * month)},
+		client.Entry{TaskID: "done-new", ServerURL: "http://a/mcp", Tool: "t", Status: task.Completed, SeenAt: now.Add(-time.Hour), CreatedAt: now.Add(-time.Hour)},
+		client.Entry{TaskID: "waiting-old", ServerURL: "http://a/mcp", Tool: "t", Status: task.InputRequired, SeenAt: now.Add(-2 * month), CreatedAt: now.Add(-2 * month)},
+		client.Entry{ServerURL: "http://a/mcp", Tool: "t", IdempotencyKey: "pending-old", SeenAt: now.Add(-2 * month), CreatedAt: now.Add(-2 * month)},
+	)
+	var out, errOut bytes.Buffer
+	f := &tasksFlags{clientFlags: clientFlags{journal: path}, json: true, prune: month}
+	if err := runTasks(t.Context(), f, &streams{out: &out, err: &errOut}, now); err != nil {
+		t.Fatal(err)
+	}
+	var got []client.Entry
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("tasks --json: %v\n%s", err, out.String())
+	}
+	var kept []string
+	for _, e := range got {
+		kept = append(kept, cmp.Or(e.TaskID, e.IdempotencyKey))
+	}
+	slices.Sort(kept)
+	if want := []string{"done-new", "pending-old", "waiting-old"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
+	}
+	if !strings.Contains(errOut.String(), "removed 2 finished task(s)") {
+		t.Errorf("stderr %q, want the count removed", errOut.String())
+	}
+
+	f.prune = -time.Hour
+	if err := runTasks(t.Context(), f, &streams{out: &out, err: &errOut}, now); exitCodeOf(err) != exitUsage {
+		t.Errorf("--prune -1h: %v, want a usage error", err)
 	}
 }
