@@ -396,28 +396,36 @@ func (t *Task) record(ctx context.Context, st *TaskStatus, answered []string) {
 	if !t.loadEntry(ctx) {
 		return
 	}
+	apply := func(e *Entry) (changed bool) {
+		if st != nil && st.Status != e.Status && !st.seenAt.Before(e.SeenAt) {
+			e.Status, e.StatusMessage, e.SeenAt = st.Status, st.StatusMessage, st.seenAt
+			changed = true
+		}
+		for _, k := range answered {
+			if !slices.Contains(e.AnsweredKeys, k) {
+				e.AnsweredKeys = append(slices.Clone(e.AnsweredKeys), k)
+				changed = true
+			}
+		}
+		return changed
+	}
+	// Nothing new against the entry as this program last wrote or read
+	// it: no journal I/O (a poll that sees the same status reads nothing).
+	if probe := *t.entry; !apply(&probe) {
+		return
+	}
+	// Another program may have changed the entry since ("mcptasks answer"
+	// adds the keys it answered, "mcptasks tasks --prune" or Remove drops
+	// it): the change goes on the entry as it is now.
 	e := *t.entry
-	// Another program may have changed the entry since it was loaded
-	// ("mcptasks answer" adds the keys it answered, "mcptasks tasks" or
-	// Remove drops it): the change goes on the entry as it is now.
 	if cur, ok, err := j.Load(ctx, e.ServerURL, e.TaskID); err == nil {
 		if !ok {
 			return
 		}
 		e = cur
 	}
-	changed := false
-	if st != nil && st.Status != e.Status && !st.seenAt.Before(e.SeenAt) {
-		e.Status, e.StatusMessage, e.SeenAt = st.Status, st.StatusMessage, st.seenAt
-		changed = true
-	}
-	for _, k := range answered {
-		if !slices.Contains(e.AnsweredKeys, k) {
-			e.AnsweredKeys = append(slices.Clone(e.AnsweredKeys), k)
-			changed = true
-		}
-	}
-	if !changed {
+	if !apply(&e) {
+		t.entry = &e
 		return
 	}
 	if err := j.Save(ctx, e); err != nil {
