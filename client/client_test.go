@@ -712,6 +712,25 @@ func TestCallTool_LostReply(t *testing.T) {
 	}
 }
 
+// cutFirstTask starts a server whose reply to the first tools/call that
+// makes a task never comes: a call made with the context it returns is
+// cut off (the program ended while its call was on the wire) once the
+// server has made the task. m sees the tasks made.
+func cutFirstTask(t *testing.T, m *madeTasks) (*testServer, context.Context) {
+	t.Helper()
+	var cut atomic.Bool
+	callCtx, cancel := context.WithCancel(testContext(t))
+	s := startServer(t, serverConfig{wrap: m.wrap(func(_ int32, w http.ResponseWriter, r *http.Request) bool {
+		if len(m.made()) == 1 && cut.CompareAndSwap(false, true) {
+			cancel()
+			<-r.Context().Done()
+			return false
+		}
+		return true
+	})})
+	return s, callCtx
+}
+
 // TestResend_PendingCreate: the program ends while its tools/call is on
 // the wire (here: it stops waiting once the server has made the task, and
 // the reply never comes). The journal holds the call as a pending create,
@@ -721,19 +740,9 @@ func TestCallTool_LostReply(t *testing.T) {
 // received is made by Resend; one it refuses is removed.
 func TestResend_PendingCreate(t *testing.T) {
 	var m madeTasks
-	created := make(chan struct{})
-	s := startServer(t, serverConfig{wrap: m.wrap(func(n int32, w http.ResponseWriter, r *http.Request) bool {
-		if n == 1 { // the first caller is gone before its reply
-			close(created)
-			<-r.Context().Done()
-			return false
-		}
-		return true
-	})})
+	s, callCtx := cutFirstTask(t, &m)
 	path := filepath.Join(t.TempDir(), "journal.json")
 	ctx := testContext(t)
-	callCtx, cancel := context.WithCancel(ctx)
-	go func() { <-created; cancel() }()
 	args := map[string]any{"seconds": 0.05, "label": "pending"}
 	if res, err := newClient(s, &client.Options{Journal: client.FileJournal(path)}).CallTool(callCtx, "slow_compute", args); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CallTool cut off: %+v, %v; want context.Canceled", res, err)
@@ -805,23 +814,12 @@ func TestResend_PendingCreate(t *testing.T) {
 // "nothing made" and dropped the journal's entry, losing the task.
 func TestCallTool_ParamHeadersLearned(t *testing.T) {
 	var m madeTasks
-	var cut atomic.Bool
-	created := make(chan struct{})
-	s := startServer(t, serverConfig{wrap: m.wrap(func(_ int32, w http.ResponseWriter, r *http.Request) bool {
-		if len(m.made()) == 1 && cut.CompareAndSwap(false, true) { // the caller is gone before the reply that made the task
-			close(created)
-			<-r.Context().Done()
-			return false
-		}
-		return true
-	})})
+	s, callCtx := cutFirstTask(t, &m)
 	path := filepath.Join(t.TempDir(), "journal.json")
 	ctx := testContext(t)
 	args := map[string]any{"region": "us", "days": 1}
 
 	first := newClient(s, &client.Options{Journal: client.FileJournal(path)})
-	callCtx, cancel := context.WithCancel(ctx)
-	go func() { <-created; cancel() }()
 	if res, err := first.CallTool(callCtx, "archive_logs", args); !errors.Is(err, context.Canceled) {
 		t.Fatalf("CallTool cut off: %+v, %v; want context.Canceled", res, err)
 	}

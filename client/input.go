@@ -41,9 +41,8 @@ type InputRequest struct {
 // server repeats it while the task waits. While the handler runs, the task
 // is polled (once per poll interval): if the server no longer asks (it
 // took the question back, or the task moved on or ended), ctx ends with
-// the cause [ErrNotAsked], and
-// what the handler returns then is dropped, its error too; the wait goes
-// on.
+// the cause [ErrNotAsked], and what the handler returns then is dropped,
+// its error too; the wait goes on.
 type InputHandler interface {
 	HandleInput(ctx context.Context, key string, req *InputRequest) (any, error)
 }

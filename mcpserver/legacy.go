@@ -225,7 +225,7 @@ func (e *toolEntry) taskSupport() string {
 	switch {
 	case e.opts.Task == TaskNever && e.opts.Decide == nil:
 		return ""
-	case e.opts.Task == TaskRequired || e.asksClient().names() != nil:
+	case e.opts.Task == TaskRequired || !e.asksClient().empty():
 		return "required"
 	}
 	return "optional"
@@ -245,11 +245,11 @@ func (e *toolEntry) asksClient() needs {
 // asksFor says, for an error message, what the tool asks the client for
 // and why 2025-11-25 then needs a task, or returns "" if it asks nothing.
 func (e *toolEntry) asksFor() string {
-	asks := e.asksClient().names()
-	if asks == nil {
+	asks := e.asksClient()
+	if asks.empty() {
 		return ""
 	}
-	return "asks the client for input (" + strings.Join(asks, ", ") + "), which a 2025-11-25 call carries only in a task"
+	return "asks the client for input (" + strings.Join(asks.names(), ", ") + "), which a 2025-11-25 call carries only in a task"
 }
 
 // patchResult serves the request through next into a buffer, lets patch

@@ -176,10 +176,8 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 		// result of tasks/get is. One that does not fit waits below, on
 		// the stream, for room: an error here would be taken for the
 		// tool's (tasks/result answers what the call would have).
+		cancelGone(r) // nothing was sent before the stream
 		if r.Status.Terminal() && lr.held.take(r.Size()) {
-			if stream != nil {
-				cancelGone(r)
-			}
 			res, rpcErr := r.LegacyResult()
 			switch {
 			case res != nil:
@@ -207,7 +205,6 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			sent[key] = true
 			lastSent = time.Now()
 		}
-		cancelGone(r)
 		if time.Since(lastSent) >= legacyKeepAlive {
 			stream.comment("keep-alive")
 			lastSent = time.Now()

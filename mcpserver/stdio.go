@@ -84,15 +84,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) er
 		stop()
 	}
 	endStreams()
-	answered := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(answered)
-	}()
-	select {
-	case <-answered:
-	case <-ctx.Done():
-	}
+	wg.Wait() // the requests in flight are answered, or stopped with ctx
 	if err != nil && !errors.Is(err, io.ErrClosedPipe) {
 		return fmt.Errorf("mcpserver: stdio: %w", err)
 	}

@@ -162,9 +162,23 @@ func ApplyRequestInput(r *task.Record, p RequestInputParams) (answers map[string
 	return answers, changed, nil
 }
 
+// asksNoMore returns r to working once no input request is left
+// outstanding (answered or withdrawn): its status message was the
+// question's.
+func asksNoMore(r *task.Record) {
+	if len(r.InputRequests) > 0 {
+		return
+	}
+	r.InputRequests = nil
+	if r.Status == task.InputRequired {
+		r.Status = task.Working
+		r.StatusMessage = ""
+	}
+}
+
 // withdraw removes the keys of r's input requests that keys names and
 // reports whether there were any. A task left with none returns to
-// working, as an answer to the last one leaves it.
+// working, as an answer to the last one leaves it (asksNoMore).
 func withdraw(r *task.Record, keys []string, now time.Time) bool {
 	var gone []string
 	for _, k := range keys {
@@ -176,13 +190,7 @@ func withdraw(r *task.Record, keys []string, now time.Time) bool {
 	if gone == nil {
 		return false
 	}
-	if len(r.InputRequests) == 0 {
-		r.InputRequests = nil
-		if r.Status == task.InputRequired {
-			r.Status = task.Working
-			r.StatusMessage = "" // the question is gone
-		}
-	}
+	asksNoMore(r)
 	slices.Sort(gone)
 	r.UpdatedAt = now
 	r.AddHistory(task.HistoryEvent{At: now, Kind: task.HistoryInputWithdrawn, Attempt: r.Attempt, Keys: gone})
@@ -277,11 +285,7 @@ func ApplyAnswer(r *task.Record, p AnswerParams) (accepted []string, err error) 
 	if len(accepted) == 0 {
 		return nil, nil
 	}
-	if len(r.InputRequests) == 0 {
-		r.InputRequests = nil
-		r.Status = task.Working
-		r.StatusMessage = "" // the question is answered
-	}
+	asksNoMore(r)
 	r.UpdatedAt = p.Now
 	r.AddHistory(task.HistoryEvent{At: p.Now, Kind: task.HistoryAnswered, Attempt: r.Attempt, Keys: accepted})
 	return accepted, nil
