@@ -52,7 +52,8 @@ type CallResult struct {
 // server answers synchronously is not kept, and may run again.)
 //
 // With a Journal, the call is saved in it before it is sent, as a pending
-// create ([Entry.Pending]) that the task's entry replaces. It is removed
+// create ([Entry.Pending]) that the task's entry replaces; if it cannot
+// be saved, nothing is sent and the error wraps [ErrJournal]. It is removed
 // once the server answered every request of the call without a task, and
 // kept when the outcome is unknown (a request whose reply was lost, or
 // that was on the wire when ctx ended or the program did): then
@@ -108,14 +109,12 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 			pending = &Entry{ServerURL: c.url, Tool: name, Args: argsJSON, ArgsDigest: digest(argsJSON),
 				IdempotencyKey: key, SeenAt: t, CreatedAt: t}
 			if err := c.opts.Journal.Save(ctx, *pending); err != nil {
-				// The call goes on: the journal is asked again for its task.
-				c.log.Warn("journal: save a call before sending it", "tool", name, "err", err)
-				pending = nil
+				// Sent unrecorded, a task whose reply is lost (or
+				// whose client crashes) could not be found again.
+				return nil, fmt.Errorf("tools/call %s: %w: save the call before sending it: %w", name, ErrJournal, err)
 			}
 		}
-		if pending != nil {
-			defer func() { c.settlePending(ctx, *pending, unknown, res, err) }()
-		}
+		defer func() { c.settlePending(ctx, *pending, unknown, res, err) }()
 	}
 	var (
 		raw json.RawMessage

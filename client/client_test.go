@@ -932,6 +932,24 @@ func TestPendingCreate_Outcomes(t *testing.T) {
 		}
 	})
 
+	t.Run("JournalRefusesSave", func(t *testing.T) {
+		var sent atomic.Int32
+		hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Header.Get("Mcp-Method") == "tools/call" {
+				sent.Add(1)
+			}
+			return http.DefaultTransport.RoundTrip(r)
+		})}
+		j := failingSaves{client.MemoryJournal()}
+		_, err := newClient(s, &client.Options{Token: "good", Journal: j, HTTPClient: hc}).CallTool(ctx, "slow_compute", map[string]any{"seconds": 0.01})
+		if !errors.Is(err, client.ErrJournal) || !errors.Is(err, errDiskFull) {
+			t.Errorf("CallTool with a journal that cannot save: %v; want ErrJournal wrapping the journal's error", err)
+		}
+		if n := sent.Load(); n != 0 {
+			t.Errorf("%d tools/call sent; want none: a call the journal could not record is not sent", n)
+		}
+	})
+
 	t.Run("QuestionWithoutHandler", func(t *testing.T) {
 		j := client.MemoryJournal()
 		_, err := newClient(s, &client.Options{Token: "good", Journal: j}).CallTool(ctx, "test_tool_with_task", nil)
@@ -943,6 +961,14 @@ func TestPendingCreate_Outcomes(t *testing.T) {
 		}
 	})
 }
+
+// errDiskFull is the error of failingSaves.
+var errDiskFull = errors.New("no space left on device")
+
+// failingSaves is a journal whose every Save fails.
+type failingSaves struct{ client.Journal }
+
+func (failingSaves) Save(context.Context, client.Entry) error { return errDiskFull }
 
 // roundTripFunc is an http.RoundTripper made of a function.
 type roundTripFunc func(*http.Request) (*http.Response, error)

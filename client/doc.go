@@ -77,7 +77,8 @@
 // input keys answered; after a restart, [Client.Resume] returns the
 // handles of the tasks that were not seen to end, to wait for again.
 // A call is recorded before it is sent, as a pending create
-// ([Entry.Pending]) that the task's entry replaces: when a program ends
+// ([Entry.Pending]) that the task's entry replaces (a call the journal
+// cannot record is not sent): when a program ends
 // while the call is on the wire, [Client.Pending] lists the call at the
 // next start and [Client.Resend] sends it again with its idempotency key,
 // getting the task the first request made (from a server that honours
