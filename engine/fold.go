@@ -81,29 +81,36 @@ type foldingStore struct {
 	p *pendingCreate
 }
 
+// fold is p.fold for the run's write: the insert is the create's, so the
+// end of the context the handler gave its write (a deadline of its
+// question's, say) does not stop it.
+func (s foldingStore) fold(ctx context.Context, apply func(*task.Record) error) (folded bool, err error) {
+	return s.p.fold(context.WithoutCancel(ctx), s.Store, apply)
+}
+
 func (s foldingStore) SetStatusMessage(ctx context.Context, p store.StatusMessageParams) error {
-	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { _, err := store.ApplyStatusMessage(r, p); return err }); folded {
+	if folded, err := s.fold(ctx, func(r *task.Record) error { _, err := store.ApplyStatusMessage(r, p); return err }); folded {
 		return err
 	}
 	return s.Store.SetStatusMessage(ctx, p)
 }
 
 func (s foldingStore) RequestInput(ctx context.Context, p store.RequestInputParams) (answers map[string]json.RawMessage, err error) {
-	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(r, p); return err }); folded {
+	if folded, err := s.fold(ctx, func(r *task.Record) (err error) { answers, _, err = store.ApplyRequestInput(r, p); return err }); folded {
 		return answers, err
 	}
 	return s.Store.RequestInput(ctx, p)
 }
 
 func (s foldingStore) SaveStep(ctx context.Context, p store.StepParams) (stored json.RawMessage, err error) {
-	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) (err error) { stored, _, err = store.ApplyStep(r, p); return err }); folded {
+	if folded, err := s.fold(ctx, func(r *task.Record) (err error) { stored, _, err = store.ApplyStep(r, p); return err }); folded {
 		return stored, err
 	}
 	return s.Store.SaveStep(ctx, p)
 }
 
 func (s foldingStore) Finish(ctx context.Context, p store.FinishParams) error {
-	if folded, err := s.p.fold(ctx, s.Store, func(r *task.Record) error { return store.ApplyFinish(r, p) }); folded {
+	if folded, err := s.fold(ctx, func(r *task.Record) error { return store.ApplyFinish(r, p) }); folded {
 		return err
 	}
 	return s.Store.Finish(ctx, p)

@@ -94,6 +94,37 @@ func TestCreateFoldsFirstWrite(t *testing.T) {
 	}
 }
 
+// TestCreateFoldsQuestionOfEndedContext: a handler whose first write is
+// a question on a context that has already ended (a deadline of its own)
+// does not fail the create: the task is inserted (the insert is the
+// create's, not the question's), and the question, which nobody waits for,
+// is taken back while the run goes on.
+func TestCreateFoldsQuestionOfEndedContext(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.ctxCreate.Store(true)
+		var asked error
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			qctx, cancel := context.WithCancel(ctx)
+			cancel()
+			_, asked = run.RequestInput(qctx, asks("k"), "Asking")
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "t", Handler: h, Retry: RetryPolicy{Rerun: true}}}, Options{})
+		synctest.Wait()
+		r := create(t, e, "t")
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if !errors.Is(asked, context.Canceled) {
+			t.Errorf("RequestInput = %v, want the question's context's error", asked)
+		}
+		if got := get(t, mem, r.ID); got.Status != task.Completed || len(got.InputRequests) != 0 {
+			t.Errorf("stored %s asking %v; want completed, asking nothing", got.Status, got.InputRequests)
+		}
+	})
+}
+
 // TestCreateFoldFails: when the insert that carries the first write
 // fails, Create returns its error, no task exists, and the handler, which
 // already ran, is fenced off at its next try of the write.

@@ -251,6 +251,8 @@ type faultStore struct {
 	failRelease atomic.Bool  // Release fails with errStoreDown
 	fakeHB      atomic.Bool  // Heartbeat says "held" without extending the lease
 	blipInput   atomic.Int32 // so many next RequestInput calls fail
+	cutInput    atomic.Int32 // so many next RequestInput calls commit, then wait for ctx to end and fail with its error
+	ctxCreate   atomic.Bool  // Create fails without writing once ctx has ended, as a write the SQLite store has not queued yet
 	blipStep    atomic.Int32 // so many next SaveStep calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	blipFinish  atomic.Int32 // so many next Finish calls fail
@@ -297,6 +299,9 @@ func (f *faultStore) Create(ctx context.Context, r *task.Record) error {
 	}
 	if f.failCreate.Add(-1) >= 0 {
 		return errStoreDown
+	}
+	if f.ctxCreate.Load() && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	err := f.Store.Create(ctx, r)
 	if err == nil && f.loseCreate.Add(-1) >= 0 {
@@ -380,6 +385,13 @@ func (f *faultStore) RequestInput(ctx context.Context, p store.RequestInputParam
 	}
 	if f.blipInput.Add(-1) >= 0 {
 		return nil, errStoreDown
+	}
+	if len(p.Requests) > 0 && f.cutInput.Add(-1) >= 0 {
+		if _, err := f.Store.RequestInput(context.WithoutCancel(ctx), p); err != nil {
+			return nil, err
+		}
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	return f.Store.RequestInput(ctx, p)
 }

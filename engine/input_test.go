@@ -522,3 +522,36 @@ func TestInputKeyAnsweredOnce(t *testing.T) {
 		}
 	})
 }
+
+// TestRequestInputCutAfterCommit: when the context of a question ends
+// while its store write is committed but not yet answered (a reply cut
+// off), the question, which nobody waits for, is taken back while the run
+// goes on, as a question whose wait ended is.
+func TestRequestInputCutAfterCommit(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.cutInput.Store(1)
+		release := make(chan struct{})
+		var asked error
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			_, asked = run.RequestInput(qctx, asks("k"), "Asking")
+			<-release
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "t", Handler: h}}, Options{})
+		synctest.Wait()
+		r := create(t, e, "t")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if !errors.Is(asked, context.DeadlineExceeded) {
+			t.Errorf("RequestInput = %v, want the question's deadline", asked)
+		}
+		if got := get(t, mem, r.ID); got.Status != task.Working || len(got.InputRequests) != 0 {
+			t.Errorf("while the run goes on: stored %s asking %v; want working, asking nothing", got.Status, got.InputRequests)
+		}
+		close(release)
+	})
+}

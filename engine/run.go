@@ -181,6 +181,10 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		if !asked {
 			// The person must be asked: retry until the request is stored.
 			if err := r.storeCall(ctx, "request input", func(ctx context.Context) error { return read(ctx, !hold) }); err != nil {
+				// ctx may have ended after the store took the request (a
+				// commit whose reply was cut): take it back, if the run
+				// goes on.
+				r.withdraw(requests, nil)
 				return nil, err
 			}
 		} else {
