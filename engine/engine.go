@@ -144,6 +144,11 @@ type Engine struct {
 	holding  chan struct{} // one token per handler of a tool that holds, waiting without a worker slot
 	idle     chan job      // to a runner waiting for its next job (unbuffered)
 
+	// abandoned ends once Shutdown's deadline has passed: the writes of
+	// runs' ends stop retrying then (see execute's finish).
+	abandoned context.Context
+	abandon   context.CancelFunc
+
 	mu      sync.Mutex
 	running map[string]*execution
 	// claiming counts the store calls in flight that may lease tasks to
@@ -219,6 +224,7 @@ func New(st store.Store, tools []*Tool, opts *Options) (*Engine, error) {
 	}
 	e.wake = make(chan struct{}, 1)
 	e.draining = make(chan struct{})
+	e.abandoned, e.abandon = context.WithCancel(context.Background())
 	e.slots = make(chan struct{}, max(o.Workers, 0))
 	e.idle = make(chan job)
 	e.held = make(chan struct{}, max(o.MaxHeld, 0))

@@ -9,8 +9,10 @@ import (
 // release their tasks at once when their tool may be re-run, and running
 // handlers get until ctx is done to finish. Handlers still running then are
 // cancelled without writing anything, so their leases expire and another
-// worker reclaims their tasks under the tool's retry policy. Shutdown
-// returns once every handler has returned.
+// worker reclaims their tasks under the tool's retry policy; so are the
+// ends of handlers that returned but whose end is not written yet (the
+// store is unreachable). Shutdown returns once every handler has
+// returned.
 func (e *Engine) Shutdown(ctx context.Context) error {
 	e.startOnce.Do(func() {}) // a later Start does nothing
 	// Under mu: a Create that claims its task has joined e.loops by now,
@@ -31,6 +33,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 	}
+	e.abandon()
 	e.mu.Lock()
 	for _, x := range e.running {
 		x.cancel(errShutdown)

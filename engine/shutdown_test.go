@@ -193,6 +193,37 @@ func TestShutdownDeadline(t *testing.T) {
 	})
 }
 
+// TestShutdownDeadline_FinishRetrying: a run whose end cannot be written
+// (the store is down) retries the write for up to a lease, but not past
+// Shutdown's deadline: Shutdown returns then, and the task's lease is
+// left to expire, as a handler's still running at the deadline is.
+func TestShutdownDeadline_FinishRetrying(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		h := func(context.Context, *Run) (json.RawMessage, error) {
+			st.down.Store(true) // its end cannot be written
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "job", Handler: h}}, Options{})
+		r := create(t, e, "job")
+		synctest.Wait()
+
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("Shutdown returned after %v, want 1s (its deadline), not a lease of retries", took)
+		}
+		if got := wantStatus(t, mem, r.ID, task.Working); got.LeaseOwner != "a" {
+			t.Errorf("owner = %q, want the lease left with a to expire", got.LeaseOwner)
+		}
+	})
+}
+
 // TestShutdownReleaseFails: when the release of a parked task fails (the
 // store blips during a graceful shutdown), the task must not be failed with
 // the release error: it is left to expire and be re-run elsewhere, like any

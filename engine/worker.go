@@ -317,9 +317,13 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, x *execution)
 	// lease) and for at most a lease: a run that finished must not be lost
 	// to one failed write, which would leave its lease to run out and the
 	// task to be taken for lost (failed, or run again). The store's fence
-	// ends the retries once the lease is gone.
+	// ends the retries once the lease is gone, and Shutdown once its
+	// deadline has passed.
 	finish := func(p store.FinishParams) {
-		fctx, stop := context.WithTimeout(runCtx, e.opts.Lease)
+		fctx, abandon := context.WithCancelCause(runCtx)
+		defer abandon(nil)
+		defer context.AfterFunc(e.abandoned, func() { abandon(errShutdown) })()
+		fctx, stop := context.WithTimeout(fctx, e.opts.Lease)
 		defer stop()
 		if err := run.storeCall(fctx, "finish", func(ctx context.Context) error {
 			p.FenceParams = fence()
