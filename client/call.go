@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"time"
@@ -49,7 +50,11 @@ type CallResult struct {
 // honours keys and, if it does, sends the request again with the same
 // key, up to Options.CreateRetries times: the server then answers with the
 // task the first request made instead of making a second one. (A call the
-// server answers synchronously is not kept, and may run again.)
+// server answers synchronously is not kept, and may run again.) A call
+// refused for its Mcp-Param-* headers ([ErrHeaderMismatch]: the tool's
+// x-mcp-header annotations are unknown, or changed since it was listed)
+// lists the tools and goes once more, with the headers they declare and
+// the same key.
 //
 // With a Journal, the call is saved in it before it is sent, as a pending
 // create ([Entry.Pending]) that the task's entry replaces; if it cannot
@@ -91,7 +96,7 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 	}
 	k.keyed = !c.noTasks
 	c.mu.Lock()
-	listed, bindings := c.tools != nil, c.tools[name]
+	bindings := c.tools[name]
 	c.mu.Unlock()
 	k.extra = paramHeaderValues(bindings, argsJSON)
 	leg, known, err := c.knownProtocol(ctx)
@@ -126,12 +131,15 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		// asking for a task if the tool allows one.
 		k.noSwitch = !known
 		raw, rt, err = c.roundTrip(ctx, k, name, h)
-		if errors.Is(err, ErrHeaderMismatch) && !listed {
+		if errors.Is(err, ErrHeaderMismatch) {
 			// The tool mirrors arguments into Mcp-Param-* headers
-			// (x-mcp-header), which tools/list tells: listed, the call
-			// goes again with them and its key (a resent call finds
-			// the task its first request made).
-			if extra, lerr := c.paramHeadersOf(ctx, name, argsJSON); lerr == nil && len(extra) > 0 {
+			// (x-mcp-header), which tools/list tells. Listed again
+			// (also when listed before: a redeployed server may have
+			// changed them), the call goes again once with the headers
+			// it now declares and its key (a resent call finds the task
+			// its first request made); with the same headers as sent,
+			// the refusal stands.
+			if extra, lerr := c.paramHeadersOf(ctx, name, argsJSON); lerr == nil && !maps.Equal(extra, k.extra) {
 				k.extra = extra
 				raw, rt, err = c.roundTrip(ctx, k, name, h)
 			}

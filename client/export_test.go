@@ -7,3 +7,10 @@ func WithoutTasksExtension(c *Client) *Client {
 	c.buildMeta()
 	return c
 }
+
+// FileJournalFailingRename returns a FileJournal of path whose writes fail
+// with err where they rename the temporary file over the journal, after
+// writing and syncing it.
+func FileJournalFailingRename(path string, err error) Journal {
+	return &fileJournal{path: path, rename: func(string, string) error { return err }}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,7 +109,9 @@ const journalVersion = 2
 // FileJournal returns a [Journal] kept in the JSON file at path. Every
 // change rewrites the file atomically (a temporary file in the same
 // directory, fsync, rename, fsync of the directory), so a crash leaves
-// either the old or the new journal, never a torn one. The file is
+// either the old or the new journal, never a torn one; a temporary file
+// that a crashed writer left is removed by the first change of a later
+// FileJournal of path, once it is older than ten minutes. The file is
 // re-read on every operation, so several Clients and processes may share
 // it: each change reads, changes and rewrites it holding an exclusive
 // flock(2) of path+".lock", so that changes made at once by two processes
@@ -117,12 +120,66 @@ const journalVersion = 2
 // empty journal. The directory is created (0700) on the first write; the
 // file and its lock file are 0600.
 func FileJournal(path string) Journal {
-	return &fileJournal{path: path}
+	return &fileJournal{path: path, rename: os.Rename}
 }
 
 type fileJournal struct {
-	path string
-	mu   sync.Mutex
+	path   string
+	rename func(oldpath, newpath string) error // os.Rename; tests make it fail
+	mu     sync.Mutex
+	swept  bool // stale temporary files looked for, by the first write; guarded by mu
+}
+
+// staleTempAge is the age (of its last write) past which a change of a
+// [FileJournal] takes a temporary file of the journal for one that a
+// writer which died before its rename left, and removes it.
+//
+// The journal's lock alone does not prove such a file unused, though
+// this package writes them only holding it: release 0.1.0 wrote without
+// the lock, builds without flock(2) take none, and flock may not reach
+// across the hosts of a network file system. A writer holds its
+// temporary file only while it writes and syncs it; ten minutes is far
+// past that, and a stale file costs only disk space meanwhile.
+const staleTempAge = 10 * time.Minute
+
+// Names of a journal's temporary files: os.CreateTemp replaces the "*"
+// of tempPrefix+base+".*"+tempSuffix with decimal digits.
+const (
+	tempPrefix = "."
+	tempSuffix = ".tmp"
+)
+
+// isTempOf reports whether name is the name of a temporary file of the
+// journal whose file is named base: "." + base + "." + digits + ".tmp".
+// The temporary files of another journal in the directory ("journal.json"
+// and "journal.json.1") never match each other's.
+func isTempOf(name, base string) bool {
+	digits, ok := strings.CutPrefix(name, tempPrefix+base+".")
+	if !ok {
+		return false
+	}
+	digits, ok = strings.CutSuffix(digits, tempSuffix)
+	return ok && digits != "" && strings.Trim(digits, "0123456789") == ""
+}
+
+// removeStaleTemps removes the temporary files of j in dir older than
+// staleTempAge. It is called holding the journal's lock, before the first
+// write of j (a directory is read once per FileJournal, not per change);
+// it is best effort: a file it cannot remove stays.
+func (j *fileJournal) removeStaleTemps(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	base := filepath.Base(j.path)
+	for _, d := range entries {
+		if !d.Type().IsRegular() || !isTempOf(d.Name(), base) {
+			continue
+		}
+		if fi, err := d.Info(); err == nil && time.Since(fi.ModTime()) > staleTempAge {
+			_ = os.Remove(filepath.Join(dir, d.Name()))
+		}
+	}
 }
 
 func (j *fileJournal) read() (map[journalKey]Entry, error) {
@@ -169,11 +226,17 @@ func (j *fileJournal) write(m map[journalKey]Entry) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(j.path)+".*.tmp")
+	if !j.swept {
+		j.removeStaleTemps(dir)
+		j.swept = true
+	}
+	tmp, err := os.CreateTemp(dir, tempPrefix+filepath.Base(j.path)+".*"+tempSuffix)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // fails harmlessly after the rename
+	// A failed write leaves no temporary file; after the rename the
+	// name is gone, and this fails harmlessly.
+	defer os.Remove(tmp.Name())
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
 		return err
@@ -189,7 +252,7 @@ func (j *fileJournal) write(m map[journalKey]Entry) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(tmp.Name(), j.path); err != nil {
+	if err := j.rename(tmp.Name(), j.path); err != nil {
 		return err
 	}
 	// Make the rename durable. Some systems cannot sync a directory;

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -219,6 +220,87 @@ func TestFileJournalCrashMidWrite(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(path); string(b) != "not json" {
 		t.Errorf("corrupt journal overwritten: %q", b)
+	}
+}
+
+// TestFileJournalFailedWrite: a write that fails after writing its
+// temporary file (here at the rename) leaves no temporary file, and the
+// journal as it was.
+func TestFileJournalFailedWrite(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	if err := client.FileJournal(path).Save(ctx, entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := client.FileJournalFailingRename(path, boom).Save(ctx, entry(2)); !errors.Is(err, boom) {
+		t.Fatalf("Save with a failing rename: %v, want %v", err, boom)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("a failed write left temporary files: %v", left)
+	}
+	if all, err := client.FileJournal(path).List(ctx); err != nil || len(all) != 1 || all[0].TaskID != "task-01" {
+		t.Errorf("journal after a failed write: %v, %v; want task-01 alone", all, err)
+	}
+}
+
+// TestFileJournalStaleTemps: the next change of a journal removes the
+// temporary files of that journal which a writer that crashed before its
+// rename left, once they are older than a few minutes; it keeps a recent
+// one (a writer without the lock may be using it) and files that only
+// look like one (another journal's, a directory, other names).
+func TestFileJournalStaleTemps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "journal.json")
+	old := time.Now().Add(-time.Hour)
+	// As a writer names them (FileJournal uses this pattern).
+	temp := func(age time.Time) string {
+		f, err := os.CreateTemp(dir, ".journal.json.*.tmp")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Chtimes(f.Name(), age, age); err != nil {
+			t.Fatal(err)
+		}
+		return filepath.Base(f.Name())
+	}
+	stale, recent := temp(old), temp(time.Now())
+	others := []string{
+		".journal.json.123.456.tmp", // of journal.json.123
+		".journal.json.backup.tmp",
+		".journal.json..tmp",
+		".journal.json.123.tmp.keep",
+		"journal.json.123.tmp",
+		".other.json.123.tmp",
+	}
+	for _, name := range others {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("not ours"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	others = append(others, ".journal.json.789.tmp") // a directory
+	if err := os.Mkdir(filepath.Join(dir, ".journal.json.789.tmp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range others {
+		if err := os.Chtimes(filepath.Join(dir, name), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := client.FileJournal(path).Save(ctx, entry(1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, stale)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale temporary file %s: %v; want it removed", stale, err)
+	}
+	for _, name := range append(others, recent) {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s: %v; want it kept", name, err)
+		}
 	}
 }
 

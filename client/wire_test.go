@@ -324,6 +324,122 @@ func TestParamHeaders(t *testing.T) {
 	}
 }
 
+// TestParamHeadersChanged: a server redeployed with another x-mcp-header
+// on a tool the client listed before refuses the client's headers
+// (-32020); the client lists the tools again and sends the call once more,
+// with the new header and the same idempotency key. Before, it listed only
+// if it had never listed, and failed until restarted. A server that
+// refuses every call gets one new listing and one retry per call, and the
+// refusal is returned.
+func TestParamHeadersChanged(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		header  = "Region" // the tool's x-mcp-header now
+		refuse  bool       // refuse every call
+		lists   int        // tools/list served
+		flapped bool       // a new header at every tools/list
+	)
+	var f *fake
+	f, url := startFake(t, func(w http.ResponseWriter, n int, req map[string]json.RawMessage) {
+		var m string
+		_ = json.Unmarshal(req["method"], &m)
+		f.mu.Lock()
+		h := f.seen[n].Header
+		f.mu.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch m {
+		case "tools/list":
+			lists++
+			if flapped {
+				header = fmt.Sprintf("H%d", lists)
+			}
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+				"tools": []any{map[string]any{"name": "archive", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{
+					"region": map[string]any{"type": "string", "x-mcp-header": header}}}}}}))
+		case "tools/call":
+			if refuse || h.Get("Mcp-Param-"+header) != "us" {
+				writeJSON(w, 400, rpcErr(req["id"], client.CodeHeaderMismatch, "header mismatch", nil))
+				return
+			}
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete", "content": []any{}}))
+		default:
+			writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "complete"}))
+		}
+	})
+	c := client.New(url, &client.Options{ProtocolVersion: client.ProtocolVersion})
+	ctx := testContext(t)
+	args := map[string]any{"region": "us"}
+	calls := func(from int) (out []*http.Request, keys []string) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, r := range f.seen[from:] {
+			if r.Header.Get("Mcp-Method") != "tools/call" {
+				continue
+			}
+			var p struct {
+				Meta map[string]string `json:"_meta"`
+			}
+			_ = json.Unmarshal(f.bodies[from+i]["params"], &p)
+			out, keys = append(out, r), append(keys, p.Meta[task.MetaIdempotencyKey])
+		}
+		return out, keys
+	}
+	seen := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.seen) }
+	listed := func() int { mu.Lock(); defer mu.Unlock(); return lists }
+
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CallTool(ctx, "archive", args); err != nil {
+		t.Fatalf("call with the listed header: %v", err)
+	}
+
+	mu.Lock()
+	header = "Location" // the server is redeployed
+	mu.Unlock()
+	from := seen()
+	if _, err := c.CallTool(ctx, "archive", args); err != nil {
+		t.Fatalf("call after the header changed: %v", err)
+	}
+	sent, keys := calls(from)
+	if len(sent) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("after the header changed: %d tools/call with keys %q; want 2 with one key", len(sent), keys)
+	}
+	if h := sent[1].Header; h.Get("Mcp-Param-Location") != "us" || h.Get("Mcp-Param-Region") != "" {
+		t.Errorf("the retry carried Mcp-Param-Location %q, Mcp-Param-Region %q; want the new header only",
+			h.Get("Mcp-Param-Location"), h.Get("Mcp-Param-Region"))
+	}
+	if n := listed(); n != 2 {
+		t.Errorf("%d tools/list, want 2 (one again after the refusal)", n)
+	}
+
+	// A server that refuses whatever the headers: one listing and one
+	// retry, then the refusal.
+	mu.Lock()
+	refuse, flapped = true, true
+	mu.Unlock()
+	from = seen()
+	if _, err := c.CallTool(ctx, "archive", args); !errors.Is(err, client.ErrHeaderMismatch) {
+		t.Errorf("a persistent mismatch: %v, want ErrHeaderMismatch", err)
+	}
+	if sent, _ := calls(from); len(sent) != 2 || listed() != 3 {
+		t.Errorf("a persistent mismatch: %d tools/call, %d tools/list in all; want 2 and 3", len(sent), listed())
+	}
+	// With the headers the listing gives unchanged, the call is not sent
+	// again.
+	mu.Lock()
+	flapped = false
+	mu.Unlock()
+	from = seen()
+	if _, err := c.CallTool(ctx, "archive", args); !errors.Is(err, client.ErrHeaderMismatch) {
+		t.Errorf("a mismatch with unchanged headers: %v, want ErrHeaderMismatch", err)
+	}
+	if sent, _ := calls(from); len(sent) != 1 || listed() != 4 {
+		t.Errorf("a mismatch with unchanged headers: %d tools/call, %d tools/list in all; want 1 and 4", len(sent), listed())
+	}
+}
+
 func TestInputHandlerErrors(t *testing.T) {
 	_, url := startFake(t, func(w http.ResponseWriter, _ int, req map[string]json.RawMessage) {
 		writeJSON(w, 200, result(req["id"], map[string]any{"resultType": "input_required",
