@@ -32,6 +32,10 @@ const (
 	// DefaultGrace is how long a stopped command gets between SIGTERM and
 	// SIGKILL unless grace says otherwise.
 	DefaultGrace = 5 * time.Second
+	// MaxGrace bounds grace: a stopped command's grace comes on top of the
+	// server's drain at shutdown, which hosts bound (systemd's stop
+	// timeout, Kubernetes' termination grace period).
+	MaxGrace = time.Minute
 	// StderrTail is how many trailing bytes of stderr a failed result shows.
 	StderrTail = 4 << 10
 )
@@ -392,7 +396,11 @@ func (p *toolParser) set(key string, v *yaml.Node, f string) {
 			t.OutputLimit = n
 		}
 	case "grace":
-		t.Grace, _ = p.duration(v, f, true)
+		if d, ok := p.duration(v, f, true); ok && d > MaxGrace {
+			p.errorf(v, f, "%s is too long; use at most %s (it comes on top of the server's drain at shutdown)", d, MaxGrace)
+		} else {
+			t.Grace = d
+		}
 	}
 }
 

@@ -107,6 +107,8 @@ func TestParse_Errors(t *testing.T) {
 			"tools.yaml:6: tools[1].timeout: ", `"300" is not a duration`},
 		{"negative grace", "  - name: x\n    argv: [printf]\n    grace: -1s\n",
 			"tools.yaml:6: tools[1].grace: ", "-1s: must not be negative (0 is allowed)"},
+		{"grace too long", "  - name: x\n    argv: [printf]\n    grace: 2m\n",
+			"tools.yaml:6: tools[1].grace: ", "2m0s is too long; use at most 1m0s"},
 		{"zero timeout", "  - name: x\n    argv: [printf]\n    timeout: 0s\n",
 			"tools.yaml:6: tools[1].timeout: ", "0s: must be positive (leave tools[1].timeout out for its default)"},
 		{"env_args clash", "  - name: x\n    input_schema: {type: object, properties: {a-b: {type: string}, a_b: {type: string}}}\n    argv: [printf]\n    env_args: true\n",

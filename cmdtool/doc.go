@@ -25,7 +25,7 @@
 //	    confirm: "Run the tests in {dir}?"      # ask before the task is created
 //	    progress: '^(?:ok|FAIL)\s'     # output lines that become the status message
 //	    output_limit: 64KiB             # stdout kept in the result: 1 byte to 16MiB, units B, KB, KiB, MB, MiB (default 64KiB)
-//	    grace: 5s                       # SIGTERM to SIGKILL when stopped (default 5s)
+//	    grace: 5s                       # SIGTERM to SIGKILL when stopped (default 5s, at most 1m)
 //
 // The file is checked at load, and each mistake is reported with the file,
 // line and field: input_schema as JSON Schema 2020-12 (every keyword's
