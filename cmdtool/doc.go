@@ -63,9 +63,11 @@
 // inherit_env), MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT inside a task, the
 // MCPTASKS_ARG_* variables with env_args, and env: nothing else of the
 // server's environment is passed on. The command runs as the server's
-// user, though, and can read what that user can: the store's file, and the
-// server's own environment in /proc. Run the server as a user of its own,
-// with no secrets beyond what its commands may see. With env_args, an
+// user, though, and can read what that user can: the store's file, and,
+// unless the server made itself non-dumpable (mcptasks serve and worker
+// with --tools do: prctl PR_SET_DUMPABLE), the server's own environment
+// in /proc. Run the server as a user of its own, with no secrets beyond
+// what its commands may see. With env_args, an
 // argument that would be passed in the variable of a property of another
 // name (target_dir for target-dir) is refused, sent with that property or
 // not, as are two properties (at load) or two other arguments that share a

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -408,5 +410,65 @@ func TestCommandTools_OnlyThose(t *testing.T) {
 		if !tc.demo && len(names) != 1 {
 			t.Errorf("--tools alone: tools/list = %v, want only hello", names)
 		}
+	}
+}
+
+// TestCommandTools_ServerEnvironHidden: a command runs as the server's
+// user, yet cannot read the server's environment (its secrets) in
+// /proc/<server>/environ: serve with --tools makes itself non-dumpable.
+// Root reads any process's /proc, so the server runs as nobody here.
+func TestCommandTools_ServerEnvironHidden(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to run the server as another user: root reads any /proc")
+	}
+	dir, err := os.MkdirTemp("", "mcptasks-environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mcptasks"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tools := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(tools, []byte(`tools:
+  - name: peek
+    argv: [sh, -c, 'cat /proc/$PPID/environ']
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	logs := &bytes.Buffer{}
+	cmd := exec.Command(filepath.Join(dir, "mcptasks"), "serve", "--listen", addr, "--store", "memory:", "--tools", tools)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "MCPTASKS_TEST_SECRET=hunter2"}
+	cmd.Stderr = logs
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start:\n%s", logs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port that is not open yet
+	}
+	c := &rpc{url: "http://" + addr + "/mcp", tasks: true}
+	id := taskID(t, c.callTool(t, "peek", map[string]any{}))
+	done := c.waitStatus(t, id, "completed", 10*time.Second)
+	res, _ := done["result"].(map[string]any)
+	got := strings.Join(contentTexts(res), "\n")
+	if strings.Contains(got, "hunter2") || res["isError"] != true || !strings.Contains(got, "Permission denied") {
+		t.Errorf("a command reading the server's /proc/<pid>/environ got %q (isError %v); want it refused", got, res["isError"])
 	}
 }

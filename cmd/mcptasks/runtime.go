@@ -291,6 +291,11 @@ func (f *runFlags) builtinTools() *toolSet {
 			}
 		}
 		if f.tools.cfg != nil {
+			// A command runs as the server's user: it must not read the
+			// server's environment (its secrets) through /proc.
+			if err := hideFromCommands(); err != nil {
+				return fmt.Errorf("--tools: hide the server's /proc from its commands: %w", err)
+			}
 			if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
 				return fmt.Errorf("--tools: %w", err)
 			}
