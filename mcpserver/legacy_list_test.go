@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -489,7 +491,110 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 			seen = append(seen, "result")
 		}
 	}
-	want := []string{`question "t/` + id + `/ok"`, "cancelled t/" + id + "/ok", "result"}
+	qid := "" // the question's id
+	if len(seen) > 0 {
+		qid, _ = strconv.Unquote(strings.TrimPrefix(seen[0], "question "))
+	}
+	if !regexp.MustCompile(`^t/` + id + `\.[0-9]+/ok$`).MatchString(qid) {
+		t.Errorf("the question's id is %q, want t/%s.<asking>/ok", qid, id)
+	}
+	want := []string{"question " + strconv.Quote(qid), "cancelled " + qid, "result"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the tasks/result stream carried %q, want %q", seen, want)
+	}
+}
+
+// TestLegacyResult_QuestionAskedAgain: a question taken back and then
+// asked again under the same key is sent again under a new id, not the
+// one its notifications/cancelled named (a requestor must not use an id
+// twice in a session), and the answer to that new id reaches the handler.
+// Before, both were "t/<taskId>/<key>".
+func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
+	t.Parallel()
+	withdraw := make(chan struct{})
+	c := startServer(t, serverConfig{register: func(srv *mcpserver.Server) error {
+		return mcpserver.AddTool(srv, &mcp.Tool{Name: "ask_twice"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
+			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				q := &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}}
+				qctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go func() {
+					select {
+					case <-withdraw:
+						cancel()
+					case <-qctx.Done():
+					}
+				}()
+				if _, err := mcpserver.Elicit(qctx, "ok", q); !errors.Is(err, context.Canceled) {
+					return nil, nil, fmt.Errorf("Elicit: %v, want it cancelled", err)
+				}
+				r, err := mcpserver.Elicit(ctx, "ok", q) // the same key, asked again
+				if err != nil {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Action}}}, nil, nil
+			})
+	}})
+	s := initializeWith(t, c, "", `{"elicitation":{}}`)
+	id := s.callTask(`{"name":"ask_twice","arguments":{},"task":{}}`)
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
+		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var seen, questions []string // what the stream carried, in order; the ids of its questions
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				RequestID string `json:"requestId"`
+			} `json:"params"`
+			Result struct {
+				Content []struct{ Text string } `json:"content"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("not JSON on the stream: %s", data)
+		}
+		switch {
+		case m.Method == "elicitation/create":
+			var qid string
+			_ = json.Unmarshal(m.ID, &qid)
+			questions = append(questions, qid)
+			seen = append(seen, "question "+qid)
+			if len(questions) == 1 {
+				close(withdraw) // the handler takes it back, and asks again
+			} else if r := s.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{}}}`); r.status != http.StatusAccepted {
+				t.Errorf("the answer got HTTP %d, want 202", r.status)
+			}
+		case m.Method == "notifications/cancelled":
+			seen = append(seen, "cancelled "+m.Params.RequestID)
+		case string(m.ID) == "7" && len(m.Result.Content) > 0:
+			seen = append(seen, "result "+m.Result.Content[0].Text)
+		case string(m.ID) == "7":
+			seen = append(seen, "error "+data)
+		}
+	}
+	if len(questions) != 2 || questions[0] == questions[1] {
+		t.Fatalf("the stream carried %q; want two questions with ids of their own", seen)
+	}
+	want := []string{"question " + questions[0], "cancelled " + questions[0], "question " + questions[1], "result accept"}
 	if !slices.Equal(seen, want) {
 		t.Errorf("the tasks/result stream carried %q, want %q", seen, want)
 	}

@@ -2,8 +2,11 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // TestSession: a session id carries its principal and capabilities, and
@@ -46,16 +49,67 @@ func TestSession(t *testing.T) {
 }
 
 // TestInputRequestID: the id of an input request names its task and key,
-// and only ids of that form are taken as answers.
+// in the form sent now (with the asking) and the one sent before it, keys
+// with '/' included; only ids of these forms are taken as answers.
 func TestInputRequestID(t *testing.T) {
 	const id = "AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA"
-	raw, _ := json.Marshal(inputRequestID(id, "a/b"))
-	if gotID, key, ok := parseInputRequestID(raw); !ok || gotID != id || key != "a/b" {
-		t.Errorf("parse(%s) = %q, %q, %v", raw, gotID, key, ok)
+	for _, tc := range []struct {
+		name, raw string
+		key       string // "": not an input request id
+	}{
+		{"new form", `"t/` + id + `.7/confirm"`, "confirm"},
+		{"new form, attempt ask", `"t/` + id + `.a3/confirm"`, "confirm"},
+		{"new form, key with slashes", `"t/` + id + `.7/a/b.c/d"`, "a/b.c/d"},
+		{"new form, key that looks like an ask", `"t/` + id + `.7/8/k"`, "8/k"},
+		{"old form", `"t/` + id + `/confirm"`, "confirm"},
+		{"old form, key with slashes", `"t/` + id + `/a/b"`, "a/b"},
+		{"made here", strconv.Quote(inputRequestID(id, "12", "x/y")), "x/y"},
+		{"empty ask", `"t/` + id + `./k"`, ""},
+		{"no key", `"t/` + id + `.7/"`, ""},
+		{"no key, old form", `"t/` + id + `/"`, ""},
+		{"no slash after the task", `"t/` + id + `.7"`, ""},
+		{"short task id", `"t/short.7/k"`, ""},
+		{"ask before the task id", `"t/7.` + id + `/k"`, ""},
+		{"other prefix", `"x/` + id + `.7/k"`, ""},
+		{"number", `0`, ""},
+		{"null", `null`, ""},
+		{"not JSON", `"t/`, ""},
+	} {
+		gotID, key, ok := parseInputRequestID(json.RawMessage(tc.raw))
+		switch {
+		case tc.key == "" && ok:
+			t.Errorf("%s: parse(%s) = %q, %q; want it refused", tc.name, tc.raw, gotID, key)
+		case tc.key != "" && (!ok || gotID != id || key != tc.key):
+			t.Errorf("%s: parse(%s) = %q, %q, %v; want %q, %q", tc.name, tc.raw, gotID, key, ok, id, tc.key)
+		}
 	}
-	for _, bad := range []string{`0`, `"t/short/k"`, `"t/` + id + `/"`, `"x/` + id + `/k"`, `null`} {
-		if _, _, ok := parseInputRequestID(json.RawMessage(bad)); ok {
-			t.Errorf("parse(%s) accepted", bad)
+}
+
+// TestQuestionID: a question's asking is the number of the history event
+// that asked it while the history shows that no later one did; else the
+// id the stream sent, else the run's attempt.
+func TestQuestionID(t *testing.T) {
+	const id = "AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA"
+	asked := func(seq int, keys ...string) task.HistoryEvent {
+		return task.HistoryEvent{Seq: seq, Kind: task.HistoryInputRequested, Keys: keys}
+	}
+	other := func(seq int) task.HistoryEvent { return task.HistoryEvent{Seq: seq, Kind: task.HistoryStatus} }
+	full := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}[:task.MaxHistoryKeys]
+	for _, tc := range []struct {
+		name    string
+		history []task.HistoryEvent
+		sent    string
+		want    string
+	}{
+		{"asked", []task.HistoryEvent{other(1), asked(2, "k"), other(3)}, "", "t/" + id + ".2/k"},
+		{"asked again", []task.HistoryEvent{asked(2, "k"), other(3), asked(4, "k")}, "t/" + id + ".2/k", "t/" + id + ".4/k"},
+		{"an event dropped after it", []task.HistoryEvent{asked(2, "k"), other(5)}, "t/" + id + ".2/k", "t/" + id + ".2/k"},
+		{"an event dropped after it, not sent", []task.HistoryEvent{asked(2, "k"), other(5)}, "", "t/" + id + ".a3/k"},
+		{"a later ask that may have left it out", []task.HistoryEvent{asked(2, "k"), asked(3, full...)}, "", "t/" + id + ".a3/k"},
+		{"not in the history", []task.HistoryEvent{other(1)}, "", "t/" + id + ".a3/k"},
+	} {
+		if got := questionID(&task.Record{ID: id, Attempt: 3, History: tc.history}, "k", tc.sent); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,23 +30,63 @@ const (
 )
 
 // inputIDPrefix starts the JSON-RPC id of every input request the server
-// sends: "t/<taskId>/<input key>". The client echoes it in its answer, so
-// that any replica can file the answer with its task (design/eras.md).
+// sends: "t/<taskId>.<ask>/<input key>". The client echoes it in its
+// answer, so that any replica can file the answer with its task
+// (design/eras.md). ask tells one asking of the key from the others (see
+// questionID): a question taken back and asked again gets a new id, as a
+// requestor must not use an id twice in a session. Task ids hold no '.',
+// keys may hold '/'. The answers to ids sent before ask was added,
+// "t/<taskId>/<input key>", are still filed.
 const inputIDPrefix = "t/"
 
-// inputRequestID returns the id of input request key of task id.
-func inputRequestID(id, key string) string { return inputIDPrefix + id + "/" + key }
+// inputRequestID returns the id of input request key of task id, asked
+// for the time ask names.
+func inputRequestID(id, ask, key string) string { return inputIDPrefix + id + "." + ask + "/" + key }
 
 // parseInputRequestID returns the task id and input key of an input
-// request id.
+// request id, of either form.
 func parseInputRequestID(raw json.RawMessage) (id, key string, ok bool) {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
 		return "", "", false
 	}
 	rest, found := strings.CutPrefix(s, inputIDPrefix)
-	id, key, ok = strings.Cut(rest, "/")
-	return id, key, found && ok && task.ValidID(id) && key != ""
+	head, key, ok := strings.Cut(rest, "/")
+	id, ask, hasAsk := strings.Cut(head, ".")
+	return id, key, found && ok && task.ValidID(id) && key != "" && (!hasAsk || ask != "")
+}
+
+// questionID returns the id of the input request key of r, which r asks:
+// the same for as long as that question is outstanding, on every stream of
+// every replica, and another once it is taken back and asked again. Its
+// ask is the number (Seq) of the history event that asked it, when the
+// history shows that no later event did (none was dropped after it, none
+// left keys out); else sent, the id this stream sent for key, if any; else
+// "a" and the run's attempt: the same on every stream, so that a client
+// that keys questions by id is not asked twice, though a question taken
+// back and asked again in the same run then gets its old id (the history
+// can tell askings apart only while it keeps them).
+func questionID(r *task.Record, key, sent string) string {
+	h := r.History
+	for i := len(h) - 1; i >= 0; i-- {
+		e := h[i]
+		if e.Kind != task.HistoryInputRequested {
+			continue
+		}
+		if slices.Contains(e.Keys, key) {
+			if h[len(h)-1].Seq-e.Seq == len(h)-1-i { // nothing dropped after it
+				return inputRequestID(r.ID, strconv.Itoa(e.Seq), key)
+			}
+			break
+		}
+		if len(e.Keys) == task.MaxHistoryKeys { // it may have left key out
+			break
+		}
+	}
+	if sent != "" {
+		return sent
+	}
+	return inputRequestID(r.ID, "a"+strconv.Itoa(r.Attempt), key)
 }
 
 // legacyTaskMethod serves tasks/get, tasks/result, tasks/cancel and
@@ -117,9 +158,9 @@ func (s *Server) legacyCancel(ctx context.Context, principal, id string) (*task.
 func (s *Server) legacyResult(lr *legacyRequest, id string) {
 	ctx := lr.r.Context()
 	var (
-		stream   *sseStream // nil until the first event
-		sent     = map[string]bool{}
-		last     [3]string // status, message, lastUpdatedAt last seen
+		stream   *sseStream            // nil until the first event
+		sent     = map[string]string{} // input key -> id of the request sent
+		last     [3]string             // status, message, lastUpdatedAt last seen
 		delay    = legacyResultPollMin
 		wait     = time.NewTimer(0)
 		lastSent = time.Now()
@@ -134,17 +175,18 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 	}
 	// cancelGone tells the client to stop asking the questions it was sent
 	// that r no longer asks and that got no answer: taken back by the
-	// handler, or left when the task ended.
+	// handler (and maybe asked again since: then under another id), or
+	// left when the task ended.
 	cancelGone := func(r *task.Record) {
 		for _, key := range slices.Sorted(maps.Keys(sent)) {
 			_, asked := r.InputRequests[key]
 			_, answered := r.Answers[key]
-			if asked || answered {
+			if answered || asked && questionID(r, key, sent[key]) == sent[key] {
 				continue
 			}
-			delete(sent, key) // asked again by a later run: sent again
 			stream.send(nil, "notifications/cancelled", "params", map[string]string{
-				"requestId": inputRequestID(id, key), "reason": "The task no longer asks for this input."})
+				"requestId": sent[key], "reason": "The task no longer asks for this input."})
+			delete(sent, key) // asked again: sent again, under its new id
 			lastSent = time.Now()
 		}
 	}
@@ -193,7 +235,7 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 			stream = startSSE(lr.w)
 		}
 		for _, key := range slices.Sorted(maps.Keys(r.InputRequests)) { // none once ended
-			if sent[key] {
+			if sent[key] != "" {
 				continue
 			}
 			method, params, err := legacyInputRequest(r.InputRequests[key], id)
@@ -201,8 +243,8 @@ func (s *Server) legacyResult(lr *legacyRequest, id string) {
 				s.log.Error("input request", "task", id, "key", key, "err", err)
 				continue
 			}
-			stream.request(inputRequestID(id, key), method, params)
-			sent[key] = true
+			sent[key] = questionID(r, key, "")
+			stream.request(sent[key], method, params)
 			lastSent = time.Now()
 		}
 		if time.Since(lastSent) >= legacyKeepAlive {

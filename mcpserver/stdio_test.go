@@ -191,7 +191,7 @@ func TestStdio(t *testing.T) {
 				t.Fatalf("before the question: %v", m)
 			}
 		}
-		if string(question["id"]) != `"t/`+id+`/confirm-delete"` {
+		if qid := string(question["id"]); !strings.HasPrefix(qid, `"t/`+id+`.`) || !strings.HasSuffix(qid, `/confirm-delete"`) {
 			t.Fatalf("question id %s", question["id"])
 		}
 		p.send(`{"jsonrpc":"2.0","id":` + string(question["id"]) + `,"result":{"action":"accept","content":{"confirm":true}}}`)
