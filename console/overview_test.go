@@ -45,7 +45,7 @@ func TestOverviewPage(t *testing.T) {
 		}
 		// render: 2 working (1 claimable + 1 running), 2 completed and
 		// 1 failed in the last hour; export_report: 2 input_required.
-		rows := regexp.MustCompile(`(?s)<tr><td><a href="/tasks\?tool=([a-z_]+)">.*?</tr>`).FindAllStringSubmatch(body, -1)
+		rows := regexp.MustCompile(`(?s)<tr><td><a href="/tasks\?tool=([a-z_]+)"[^>]*>.*?</tr>`).FindAllStringSubmatch(body, -1)
 		if len(rows) != 2 || rows[0][1] != "export_report" || rows[1][1] != "render" {
 			t.Fatalf("tool rows = %d, want export_report and render:\n%s", len(rows), body)
 		}

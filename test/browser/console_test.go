@@ -167,6 +167,99 @@ func TestConsole_HiddenTabs(t *testing.T) {
 	do(t, first, "notice of the server gone", chromedp.WaitVisible(chromedp.CSS(`.live-stopped`)))
 }
 
+// TestConsole_LiveFocus: a live update gives the focus back to the control
+// that had it in the updated part of the page (a task's link in the list,
+// the Cancel button of a task's page), found again by its data-focus-key.
+// Before, an update replaced them and the focus went to the page's body:
+// a keyboard's or a screen reader's user was sent back to the top at each
+// change of a task.
+func TestConsole_LiveFocus(t *testing.T) {
+	browser := chromiumPath(t)
+	srv := startServer(t)
+	kept := srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "kept"})
+	asks := srv.call(t, "multi_input", map[string]any{})
+	srv.waitStatus(t, asks, "input_required")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tab := openBrowser(t, ctx, browser)
+	signIn(t, tab, srv)
+
+	// The list: a task's link keeps the focus while a new task's row
+	// comes in above it.
+	link := fmt.Sprintf(`a[data-focus-key="task:%s"]`, kept)
+	do(t, tab, "focus a task's link", chromedp.Navigate(srv.console+"tasks"), chromedp.WaitVisible(chromedp.CSS(link)), chromedp.Focus(chromedp.CSS(link)))
+	wantFocus(t, tab, "before the update", "task:"+kept)
+	added := srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "added"})
+	do(t, tab, "the new task's row", chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-live] tr[data-task=%q]')`, added)))
+	wantFocus(t, tab, "after the list's update", "task:"+kept)
+
+	// A task's page: its Cancel button keeps the focus, and the request
+	// of its second question stays open, while the first is answered.
+	button := fmt.Sprintf(`button[data-focus-key="cancel:%s"]`, asks)
+	const second = `document.querySelector('summary[data-focus-key="question:second"]').parentNode`
+	do(t, tab, "focus the Cancel button", chromedp.Navigate(srv.console+"tasks/"+asks), chromedp.WaitVisible(chromedp.CSS(`.question`)),
+		chromedp.Evaluate[chromedp.Void](second+`.open = true`), chromedp.Focus(chromedp.CSS(button)))
+	wantFocus(t, tab, "before the answer", "cancel:"+asks)
+	srv.rpc(t, "tasks/update", asks, map[string]any{"taskId": asks, "inputResponses": map[string]any{
+		"first": map[string]any{"action": "accept", "content": map[string]any{"name": "ada"}},
+	}})
+	do(t, tab, "the answer shown", chromedp.Poll[chromedp.Void](`document.querySelectorAll("[data-live] .question").length === 1`))
+	wantFocus(t, tab, "after the task's update", "cancel:"+asks)
+	if !value(t, tab, "the second request open", chromedp.Evaluate[bool](second+`.open`)) {
+		t.Errorf("after the task's update the request of the second question is closed, want it open as the reader left it")
+	}
+}
+
+// TestConsole_LiveFocusElsewhere: a live update leaves the focus where it
+// is when it is outside the updated part (a filter's field, its caret and
+// selection untouched), and moves none into it when nothing has it.
+func TestConsole_LiveFocusElsewhere(t *testing.T) {
+	browser := chromiumPath(t)
+	srv := startServer(t)
+	srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "first"})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tab := openBrowser(t, ctx, browser)
+	signIn(t, tab, srv)
+
+	const field = `input[name="tool"]`
+	do(t, tab, "type in a filter",
+		chromedp.Navigate(srv.console+"tasks"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-live] a[data-focus-key]`)),
+		chromedp.SendKeys(chromedp.CSS(field), "slow_c"),
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('input[name="tool"]').setSelectionRange(2, 4)`),
+	)
+	const where = `(() => { const e = document.activeElement; return [e.tagName, e.name || "", e.value || "", String(e.selectionStart), String(e.selectionEnd)].join(" ") })()`
+	const inField = "INPUT tool slow_c 2 4"
+	if got := value(t, tab, "focus before", chromedp.Evaluate[string](where)); got != inField {
+		t.Fatalf("before the update the focus is on %q, want %q", got, inField)
+	}
+	added := srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "second"})
+	do(t, tab, "the new task's row", chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-live] tr[data-task=%q]')`, added)))
+	if got := value(t, tab, "focus after", chromedp.Evaluate[string](where)); got != inField {
+		t.Errorf("after the update the focus is on %q, want %q", got, inField)
+	}
+
+	// Nothing has the focus: an update gives it to nothing.
+	do(t, tab, "leave the field", chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
+	added = srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "third"})
+	do(t, tab, "the next task's row", chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-live] tr[data-task=%q]')`, added)))
+	if got := value(t, tab, "focus after", chromedp.Evaluate[string](`document.activeElement === document.body ? "body" : document.activeElement.outerHTML`)); got != "body" {
+		t.Errorf("after an update with no focus, the focus is on %s, want none (the body)", got)
+	}
+}
+
+// wantFocus fails t unless the focus is on the element of the live part
+// of the page with the data-focus-key key.
+func wantFocus(t *testing.T, tab context.Context, when, key string) {
+	t.Helper()
+	got := value(t, tab, "the focus "+when, chromedp.Evaluate[string](
+		`(() => { const e = document.activeElement; return e && e.closest("[data-live]") ? e.getAttribute("data-focus-key") || e.outerHTML : e === document.body ? "body" : e.outerHTML })()`))
+	if got != key {
+		t.Errorf("%s the focus is on %s, want the element of data-focus-key %q", when, got, key)
+	}
+}
+
 // setHidden hides or shows the page as a browser does when its tab goes
 // to the background or comes back.
 func setHidden(hidden bool) chromedp.Action[chromedp.Void] {

@@ -24,6 +24,19 @@
   var notice = null;
   var probed = false; // whether the session was checked since the stream last opened
 
+  // focusKey returns a selector of el, the element with the focus, if it
+  // is inside the live element: its data-focus-key, which the templates
+  // give the links and buttons there, or its id. An update replaces them
+  // all, so the update gives the focus back to the element of the same
+  // key; without it a keyboard's or a screen reader's user would be sent
+  // back to the top of the page at each update.
+  function focusKey(el) {
+    if (!el || el === live || !live.contains(el)) {
+      return null;
+    }
+    var k = el.getAttribute("data-focus-key");
+    return k ? '[data-focus-key="' + CSS.escape(k) + '"]' : el.id ? "#" + CSS.escape(el.id) : null;
+  }
   function signIn() {
     window.location.assign("/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
   }
@@ -31,6 +44,7 @@
     if (!notice) {
       notice = document.createElement("p");
       notice.className = "notice live-stopped";
+      notice.setAttribute("role", "status");
       live.parentNode.insertBefore(notice, live);
     }
     notice.textContent = text;
@@ -91,7 +105,23 @@
       }
     });
     s.addEventListener("update", function (e) {
+      var key = focusKey(document.activeElement);
+      // The sections the reader opened stay open (a held task's page is
+      // updated at each renewal of its lease).
+      var opened = Array.prototype.map.call(live.querySelectorAll("details[open] > summary[data-focus-key]"), function (el) {
+        return el.getAttribute("data-focus-key");
+      });
       live.innerHTML = e.data;
+      opened.forEach(function (k) {
+        var el = live.querySelector('summary[data-focus-key="' + CSS.escape(k) + '"]');
+        if (el) {
+          el.parentNode.open = true;
+        }
+      });
+      var again = key && live.querySelector(key);
+      if (again) {
+        again.focus({ preventScroll: true });
+      }
       live.setAttribute("data-updates", String(Number(live.getAttribute("data-updates") || 0) + 1));
     });
     s.addEventListener("signedout", function () {
@@ -101,7 +131,7 @@
     s.addEventListener("end", function () {
       ended = true;
       close();
-      live.insertAdjacentHTML("afterbegin", '<p class="notice">This task no longer exists: it expired and was deleted.</p>');
+      live.insertAdjacentHTML("afterbegin", '<p class="notice" role="status">This task no longer exists: it expired and was deleted.</p>');
     });
   }
   document.addEventListener("visibilitychange", function () {
