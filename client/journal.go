@@ -376,18 +376,21 @@ func sortedEntries(m map[journalKey]Entry) []Entry {
 	for _, e := range m {
 		out = append(out, e)
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ServerURL, b.ServerURL), cmp.Compare(a.TaskID, b.TaskID),
-			cmp.Compare(a.IdempotencyKey, b.IdempotencyKey))
-	})
+	slices.SortFunc(out, compareEntries)
 	return out
+}
+
+// compareEntries orders entries by creation, then server and id.
+func compareEntries(a, b Entry) int {
+	return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ServerURL, b.ServerURL), cmp.Compare(a.TaskID, b.TaskID),
+		cmp.Compare(a.IdempotencyKey, b.IdempotencyKey))
 }
 
 // Prune removes from j the entries for which drop reports true, in one
 // change of the file for a [FileJournal] (one Remove each for another
 // Journal), and returns how many it removed. Entries are never removed on
 // their own: a journal keeps every task until it is pruned (see
-// "mcptasks tasks --prune").
+// "mcptasks tasks --prune") or forgotten ([Forget]).
 func Prune(ctx context.Context, j Journal, drop func(Entry) bool) (int, error) {
 	n := 0
 	if fj, ok := j.(*fileJournal); ok {
@@ -419,4 +422,37 @@ func Prune(ctx context.Context, j Journal, drop func(Entry) bool) (int, error) {
 		n++
 	}
 	return n, nil
+}
+
+// Forget removes from j the entries of the given ones: each is identified
+// as a [Journal] identifies it, by its ServerURL and TaskID, or for a
+// pending create ([Entry.Pending]) by its ServerURL and IdempotencyKey;
+// their other fields are not compared. The removal is one change of the
+// file for a [FileJournal] (one Remove each for another Journal), as with
+// [Prune]. Forget returns the entries it removed, as the journal held
+// them, in the order of [Journal.List]; an entry that is no longer in the
+// journal (its pending create was settled meanwhile, say) is not among
+// them, and is not an error.
+//
+// Forget is for what the journal cannot settle on its own: a task that
+// its server no longer knows (expired, deleted, or another principal's:
+// a server answers them alike, so a Client never drops them itself) or a
+// pending create that [Client.Resend] cannot settle. No server is asked.
+func Forget(ctx context.Context, j Journal, entries ...Entry) ([]Entry, error) {
+	keys := make(map[journalKey]bool, len(entries))
+	for _, e := range entries {
+		keys[keyOf(e)] = true
+	}
+	var removed []Entry
+	n, err := Prune(ctx, j, func(e Entry) bool {
+		if !keys[keyOf(e)] {
+			return false
+		}
+		removed = append(removed, e)
+		return true
+	})
+	// Prune drops in the order it asks, and n counts the removals done.
+	removed = removed[:n]
+	slices.SortFunc(removed, compareEntries)
+	return removed, err
 }

@@ -369,3 +369,68 @@ func TestPrune(t *testing.T) {
 		})
 	}
 }
+
+// TestForget: Forget removes the entries it is given, identified by server
+// and task id, or by server and key for a pending create, whatever their
+// other fields; it keeps the same id on another server, and says which it
+// removed (not one that is not in the journal). A failed write of a file
+// journal removes none.
+func TestForget(t *testing.T) {
+	pending := func(url, key string) client.Entry {
+		return client.Entry{ServerURL: url, Tool: "t", IdempotencyKey: key, CreatedAt: time.Date(2026, 7, 28, 9, 0, 0, 0, time.UTC)}
+	}
+	other := entry(1)
+	other.ServerURL = "http://other/mcp"
+	for name, j := range map[string]client.Journal{
+		"file":   client.FileJournal(filepath.Join(t.TempDir(), "journal.json")),
+		"memory": client.MemoryJournal(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			for _, e := range []client.Entry{entry(0), entry(1), entry(2), other, pending("http://s/mcp", "k1"), pending("http://other/mcp", "k1")} {
+				if err := j.Save(ctx, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			removed, err := client.Forget(ctx, j,
+				client.Entry{ServerURL: "http://s/mcp", TaskID: "task-01", Status: task.Completed}, // the status is not compared
+				client.Entry{ServerURL: "http://s/mcp", IdempotencyKey: "k1"},
+				client.Entry{ServerURL: "http://s/mcp", TaskID: "task-09"}, // not in the journal
+			)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range removed {
+				got = append(got, e.ServerURL+" "+e.TaskID+" "+e.IdempotencyKey+" "+string(e.Status))
+			}
+			if want := []string{"http://s/mcp  k1 ", "http://s/mcp task-01  working"}; !slices.Equal(got, want) {
+				t.Errorf("removed %q, want %q", got, want)
+			}
+			left, err := j.List(ctx)
+			var ids []string
+			for _, e := range left {
+				ids = append(ids, e.ServerURL+" "+e.TaskID+e.IdempotencyKey)
+			}
+			if want := []string{"http://other/mcp k1", "http://s/mcp task-00", "http://other/mcp task-01", "http://s/mcp task-02"}; err != nil || !slices.Equal(ids, want) {
+				t.Errorf("left %q, %v; want %q", ids, err, want)
+			}
+		})
+	}
+
+	t.Run("FailedWrite", func(t *testing.T) {
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "journal.json")
+		if err := client.FileJournal(path).Save(ctx, entry(1)); err != nil {
+			t.Fatal(err)
+		}
+		boom := errors.New("boom")
+		removed, err := client.Forget(ctx, client.FileJournalFailingRename(path, boom), entry(1))
+		if !errors.Is(err, boom) || len(removed) != 0 {
+			t.Errorf("Forget with a failing write = %v, %v; want none removed, %v", removed, err, boom)
+		}
+		if all, err := client.FileJournal(path).List(ctx); err != nil || len(all) != 1 {
+			t.Errorf("journal after a failed Forget: %v, %v; want task-01", all, err)
+		}
+	})
+}

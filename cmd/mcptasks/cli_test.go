@@ -285,7 +285,7 @@ func TestCLI_TasksResume(t *testing.T) {
 	}
 
 	table := cliMust(t, exitOK, journal, "tasks")
-	if !strings.Contains(table, "-   pending  slow_compute") || !strings.Contains(table, "tasks --resume") {
+	if !strings.Contains(table, "key:"+sent.IdempotencyKey+"  pending  slow_compute") || !strings.Contains(table, "tasks --resume") {
 		t.Errorf("tasks with a pending call:\n%s", table)
 	}
 	var entries []client.Entry
@@ -313,6 +313,17 @@ func TestCLI_TasksResume(t *testing.T) {
 	out, errOut, code = cliRun(t, journal, "tasks", "--resume")
 	if code != exitTransport || !strings.Contains(errOut, "no_such_tool") || !strings.Contains(out, "No tasks in the journal.") {
 		t.Errorf("tasks --resume of a refused call: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+
+	// A pending call that cannot be settled (its server is gone) fails
+	// every --resume until "tasks --forget" drops it, asking no server.
+	journal = journalWith(t, client.Entry{ServerURL: "http://127.0.0.1:1/mcp", Tool: "gone", IdempotencyKey: "k-3", CreatedAt: time.Now()})
+	cliMust(t, exitTransport, journal, "tasks", "--resume")
+	if _, errOut, code = cliRun(t, journal, "tasks", "--forget", "key:k-3"); code != exitOK || !strings.Contains(errOut, "removed the pending call key:k-3 of gone") {
+		t.Errorf("tasks --forget key:k-3: exit %d\nstderr:\n%s", code, errOut)
+	}
+	if out := cliMust(t, exitOK, journal, "tasks", "--resume"); !strings.Contains(out, "No tasks in the journal.") {
+		t.Errorf("tasks --resume after --forget:\n%s", out)
 	}
 }
 

@@ -114,22 +114,14 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 		}
 		return "", nil, &exitError{code: exitUsage, err: err}
 	}
-	var exact, prefix []client.Entry
+	var here []client.Entry
 	for _, e := range entries {
-		if f.url != "" && e.ServerURL != f.url {
-			continue
-		}
-		switch {
-		case e.TaskID == id:
-			exact = append(exact, e)
-		case strings.HasPrefix(e.TaskID, id):
-			prefix = append(prefix, e)
+		if f.url == "" || e.ServerURL == f.url {
+			here = append(here, e)
 		}
 	}
-	matches := exact
-	if len(matches) == 0 && f.url == "" { // with --url, the id is taken as given
-		matches = prefix
-	}
+	// With --url, the id is taken as given.
+	matches, exact := lookup(here, id, taskName, f.url == "")
 	switch {
 	case len(matches) == 1:
 		e := matches[0]
@@ -139,15 +131,44 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 	case len(matches) == 0:
 		return "", nil, usageError("task %s is not in the journal; pass the server's --url", id)
 	}
+	return "", nil, usageError("task id %s is ambiguous: %s", id, ambiguity(matches, exact, taskName))
+}
+
+// taskName is the name of a task's entry in the journal: its id ("" for a
+// pending call, which no id names).
+func taskName(e client.Entry) string { return e.TaskID }
+
+// lookup returns the entries that id names, as the commands take a task
+// id: those whose name is id, else, with prefixes, those whose name starts
+// with it; exact reports which.
+func lookup(entries []client.Entry, id string, name func(client.Entry) string, prefixes bool) (matches []client.Entry, exact bool) {
+	var byPrefix []client.Entry
+	for _, e := range entries {
+		switch n := name(e); {
+		case n == id:
+			matches = append(matches, e)
+		case prefixes && strings.HasPrefix(n, id):
+			byPrefix = append(byPrefix, e)
+		}
+	}
+	if len(matches) > 0 {
+		return matches, true
+	}
+	return byPrefix, false
+}
+
+// ambiguity lists the entries that one id names, each with its server,
+// and says what to pass instead.
+func ambiguity(matches []client.Entry, exact bool, name func(client.Entry) string) string {
 	var ids []string
 	for _, e := range matches {
-		ids = append(ids, e.TaskID+" ("+e.ServerURL+")")
+		ids = append(ids, name(e)+" ("+e.ServerURL+")")
 	}
 	hint := "a longer id" // --url would take the prefix as the whole id
-	if len(exact) > 1 {
+	if exact {
 		hint = "the server's --url" // one id on several servers
 	}
-	return "", nil, usageError("task id %s is ambiguous: %s; pass %s", id, strings.Join(ids, ", "), hint)
+	return strings.Join(ids, ", ") + "; pass " + hint
 }
 
 // checkEndpoint refuses a value of name that is not an http(s) URL.

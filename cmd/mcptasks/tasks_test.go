@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -185,5 +186,112 @@ func TestRunTasks_Prune(t *testing.T) {
 	f.prune = -time.Hour
 	if err := runTasks(t.Context(), f, &streams{out: &out, err: &errOut}, now); exitCodeOf(err) != exitUsage {
 		t.Errorf("--prune -1h: %v, want a usage error", err)
+	}
+}
+
+// TestRunTasks_Forget: --forget removes the entries it names, by task id,
+// unique prefix, or a pending call's key:KEY as "tasks" lists it (or its
+// bare key), and says which; an ID that names no entry or several is a
+// usage error that removes nothing, even with good IDs beside it.
+func TestRunTasks_Forget(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	entries := []client.Entry{
+		{TaskID: "abc123", ServerURL: "http://a/mcp", Tool: "t1", Status: task.Working, CreatedAt: now.Add(-5 * time.Hour)},
+		{TaskID: "abd999", ServerURL: "http://b/mcp", Tool: "t2", Status: task.InputRequired, CreatedAt: now.Add(-4 * time.Hour)},
+		{TaskID: "twice", ServerURL: "http://a/mcp", Tool: "t3", Status: task.Working, CreatedAt: now.Add(-3 * time.Hour)},
+		{TaskID: "twice", ServerURL: "http://b/mcp", Tool: "t4", Status: task.Completed, CreatedAt: now.Add(-2 * time.Hour)},
+		{ServerURL: "http://a/mcp", Tool: "t5", IdempotencyKey: "Kp-1", CreatedAt: now.Add(-time.Hour)},
+	}
+	all := []string{"abc123 a", "abd999 b", "key:Kp-1 a", "twice a", "twice b"}
+	for _, tc := range []struct {
+		name   string
+		forget []string
+		url    string
+		prune  time.Duration
+		kept   []string // "NAME SERVER", sorted; nil: all
+		stderr string   // for a usage error, in it
+	}{
+		{name: "ByID", forget: []string{"abc123"}, kept: []string{"abd999 b", "key:Kp-1 a", "twice a", "twice b"},
+			stderr: "mcptasks: removed task abc123 of t1 on http://a/mcp, last seen working\n"},
+		{name: "ByPrefix", forget: []string{"abd"}, kept: []string{"abc123 a", "key:Kp-1 a", "twice a", "twice b"},
+			stderr: "mcptasks: removed task abd999 of t2 on http://b/mcp, last seen input_required\n"},
+		{name: "PendingAsListed", forget: []string{"key:Kp-1"}, kept: []string{"abc123 a", "abd999 b", "twice a", "twice b"},
+			stderr: "mcptasks: removed the pending call key:Kp-1 of t5 on http://a/mcp\n"},
+		{name: "PendingByBareKey", forget: []string{"Kp-1"}, kept: []string{"abc123 a", "abd999 b", "twice a", "twice b"},
+			stderr: "mcptasks: removed the pending call key:Kp-1 of t5 on http://a/mcp\n"},
+		{name: "PendingByPrefix", forget: []string{"key:K"}, kept: []string{"abc123 a", "abd999 b", "twice a", "twice b"},
+			stderr: "mcptasks: removed the pending call key:Kp-1 of t5 on http://a/mcp\n"},
+		{name: "Several", forget: []string{"abc", "key:Kp-1", "abc123"}, kept: []string{"abd999 b", "twice a", "twice b"},
+			stderr: "mcptasks: removed task abc123 of t1 on http://a/mcp, last seen working\nmcptasks: removed the pending call key:Kp-1 of t5 on http://a/mcp\n"},
+		{name: "OneServer", forget: []string{"twice"}, url: "http://b/mcp", kept: []string{"abc123 a", "abd999 b", "key:Kp-1 a", "twice a"},
+			stderr: "mcptasks: removed task twice of t4 on http://b/mcp, last seen completed\n"},
+		// Found, then pruned before it was forgotten (as if another
+		// process had removed it).
+		{name: "Pruned", forget: []string{"twice"}, url: "http://b/mcp", prune: time.Hour, kept: []string{"abc123 a", "abd999 b", "key:Kp-1 a", "twice a"},
+			stderr: "mcptasks: removed 1 finished task(s) last seen before " + now.Add(-time.Hour).Local().Format(time.DateTime) + "\n" +
+				"mcptasks: twice of http://b/mcp was no longer in the journal\n"},
+		{name: "Unknown", forget: []string{"zzz"}, stderr: `--forget zzz: no entry in the journal has this id; "mcptasks tasks" lists them`},
+		{name: "UnknownBesideKnown", forget: []string{"abc123", "zzz"}, stderr: "--forget zzz: no entry in the journal"},
+		{name: "UnknownOnServer", forget: []string{"abd999"}, url: "http://a/mcp", stderr: "--forget abd999: no entry of http://a/mcp in the journal"},
+		{name: "AmbiguousPrefix", forget: []string{"abc123", "ab"}, stderr: "--forget ab is ambiguous: abc123 (http://a/mcp), abd999 (http://b/mcp); pass a longer id"},
+		{name: "TwoServers", forget: []string{"twice"}, stderr: "--forget twice is ambiguous: twice (http://a/mcp), twice (http://b/mcp); pass the server's --url"},
+		{name: "Empty", forget: []string{""}, stderr: "--forget: empty id"},
+		{name: "URLAlone", url: "http://a/mcp", stderr: "--url goes with --forget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := journalWith(t, entries...)
+			before, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out, errOut bytes.Buffer
+			f := &tasksFlags{clientFlags: clientFlags{journal: path, url: tc.url}, json: true, forget: tc.forget, prune: tc.prune}
+			err = runTasks(t.Context(), f, &streams{out: &out, err: &errOut}, now)
+			if tc.kept == nil {
+				if exitCodeOf(err) != exitUsage || !strings.Contains(err.Error(), tc.stderr) {
+					t.Errorf("tasks --forget %q: %v; want a usage error with %q", tc.forget, err, tc.stderr)
+				}
+				if after, _ := os.ReadFile(path); !bytes.Equal(after, before) {
+					t.Errorf("the journal changed:\n%s\nwas:\n%s", after, before)
+				}
+				tc.kept = all
+			} else if err != nil || errOut.String() != tc.stderr {
+				t.Errorf("tasks --forget %q: %v; stderr:\n%s\nwant:\n%s", tc.forget, err, errOut.String(), tc.stderr)
+			}
+			left, err := client.FileJournal(path).List(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, e := range left {
+				kept = append(kept, journalName(e)+" "+strings.TrimSuffix(strings.TrimPrefix(e.ServerURL, "http://"), "/mcp"))
+			}
+			slices.Sort(kept)
+			if !slices.Equal(kept, tc.kept) {
+				t.Errorf("kept %v, want %v", kept, tc.kept)
+			}
+		})
+	}
+
+	// "tasks" lists a pending call by the name that --forget takes.
+	path := journalWith(t, entries[4])
+	var out, errOut bytes.Buffer
+	if err := runTasks(t.Context(), &tasksFlags{clientFlags: clientFlags{journal: path}}, &streams{out: &out, err: &errOut}, now); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) < 2 || !strings.Contains(out.String(), "--forget key:KEY") {
+		t.Fatalf("tasks:\n%s", out.String())
+	}
+	listed := strings.Fields(lines[1])
+	if len(listed) < 2 || listed[1] != "pending" {
+		t.Fatalf("tasks lists the pending call as %q", lines[1])
+	}
+	f := &tasksFlags{clientFlags: clientFlags{journal: path}, forget: listed[:1]}
+	out.Reset()
+	if err := runTasks(t.Context(), f, &streams{out: &out, err: &errOut}, now); err != nil || !strings.Contains(out.String(), "No tasks in the journal.") {
+		t.Errorf("tasks --forget %s: %v\n%s", listed[0], err, out.String())
 	}
 }
