@@ -580,8 +580,18 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 			seen = append(seen, "question "+qid)
 			if len(questions) == 1 {
 				close(withdraw) // the handler takes it back, and asks again
-			} else if r := s.post(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{}}}`); r.status != http.StatusAccepted {
-				t.Errorf("the answer got HTTP %d, want 202", r.status)
+				break
+			}
+			// A late answer to the first asking does not answer the
+			// second: the result is the answer to the second.
+			old, _ := json.Marshal(questions[0])
+			for _, answer := range []string{
+				`{"jsonrpc":"2.0","id":` + string(old) + `,"result":{"action":"decline"}}`,
+				`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{}}}`,
+			} {
+				if r := s.post(answer); r.status != http.StatusAccepted {
+					t.Errorf("%s got HTTP %d, want 202", answer, r.status)
+				}
 			}
 		case m.Method == "notifications/cancelled":
 			seen = append(seen, "cancelled "+m.Params.RequestID)

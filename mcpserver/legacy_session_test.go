@@ -75,7 +75,7 @@ func TestInputRequestID(t *testing.T) {
 		{"null", `null`, ""},
 		{"not JSON", `"t/`, ""},
 	} {
-		gotID, key, ok := parseInputRequestID(json.RawMessage(tc.raw))
+		gotID, _, key, ok := parseInputRequestID(json.RawMessage(tc.raw))
 		switch {
 		case tc.key == "" && ok:
 			t.Errorf("%s: parse(%s) = %q, %q; want it refused", tc.name, tc.raw, gotID, key)
@@ -85,31 +85,40 @@ func TestInputRequestID(t *testing.T) {
 	}
 }
 
-// TestQuestionID: a question's asking is the number of the history event
-// that asked it while the history shows that no later one did; else the
-// id the stream sent, else the run's attempt.
+// TestQuestionID: a question's asking is the number of the latest history
+// event that asked it, whatever was dropped after it; without one, the id
+// the stream sent, else the run's attempt. An answer to another numbered
+// asking of the key is stale.
 func TestQuestionID(t *testing.T) {
 	const id = "AZrPm3kAAAAAAAAAAAAAAAAAAAAAAAAA"
 	asked := func(seq int, keys ...string) task.HistoryEvent {
 		return task.HistoryEvent{Seq: seq, Kind: task.HistoryInputRequested, Keys: keys}
 	}
 	other := func(seq int) task.HistoryEvent { return task.HistoryEvent{Seq: seq, Kind: task.HistoryStatus} }
-	full := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}[:task.MaxHistoryKeys]
+	long := strings.Repeat("k", task.MaxHistoryName+10)
 	for _, tc := range []struct {
 		name    string
+		key     string
 		history []task.HistoryEvent
 		sent    string
-		want    string
+		want    string // the ask
 	}{
-		{"asked", []task.HistoryEvent{other(1), asked(2, "k"), other(3)}, "", "t/" + id + ".2/k"},
-		{"asked again", []task.HistoryEvent{asked(2, "k"), other(3), asked(4, "k")}, "t/" + id + ".2/k", "t/" + id + ".4/k"},
-		{"an event dropped after it", []task.HistoryEvent{asked(2, "k"), other(5)}, "t/" + id + ".2/k", "t/" + id + ".2/k"},
-		{"an event dropped after it, not sent", []task.HistoryEvent{asked(2, "k"), other(5)}, "", "t/" + id + ".a3/k"},
-		{"a later ask that may have left it out", []task.HistoryEvent{asked(2, "k"), asked(3, full...)}, "", "t/" + id + ".a3/k"},
-		{"not in the history", []task.HistoryEvent{other(1)}, "", "t/" + id + ".a3/k"},
+		{"asked", "k", []task.HistoryEvent{other(1), asked(2, "k"), other(3)}, "", "2"},
+		{"asked again", "k", []task.HistoryEvent{asked(2, "k"), other(3), asked(4, "k")}, "t/" + id + ".2/k", "4"},
+		{"status messages dropped after it", "k", []task.HistoryEvent{asked(2, "k"), other(5), other(9)}, "", "2"},
+		{"a key the history keeps cut", long, []task.HistoryEvent{asked(2, long[:task.MaxHistoryName])}, "", "2"},
+		{"dropped from the history, sent", "k", []task.HistoryEvent{other(1)}, "t/" + id + ".2/k", "2"},
+		{"dropped from the history, not sent", "k", []task.HistoryEvent{other(1)}, "", "a3"},
 	} {
-		if got := questionID(&task.Record{ID: id, Attempt: 3, History: tc.history}, "k", tc.sent); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		r := &task.Record{ID: id, Attempt: 3, History: tc.history}
+		if got, want := questionID(r, tc.key, tc.sent), inputRequestID(id, tc.want, tc.key); got != want {
+			t.Errorf("%s: %q, want %q", tc.name, got, want)
+		}
+	}
+	r := &task.Record{ID: id, Attempt: 3, History: []task.HistoryEvent{asked(2, "k"), asked(4, "k")}}
+	for ask, want := range map[string]bool{"2": true, "4": false, "a3": false, "": false} {
+		if got := stale(r, ask, "k"); got != want {
+			t.Errorf("stale(ask %q) = %v, want %v", ask, got, want)
 		}
 	}
 }

@@ -43,45 +43,54 @@ const inputIDPrefix = "t/"
 // for the time ask names.
 func inputRequestID(id, ask, key string) string { return inputIDPrefix + id + "." + ask + "/" + key }
 
-// parseInputRequestID returns the task id and input key of an input
-// request id, of either form.
-func parseInputRequestID(raw json.RawMessage) (id, key string, ok bool) {
+// parseInputRequestID returns the task id, asking and input key of an
+// input request id, of either form (ask is "" in the old one).
+func parseInputRequestID(raw json.RawMessage) (id, ask, key string, ok bool) {
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return "", "", false
+		return "", "", "", false
 	}
 	rest, found := strings.CutPrefix(s, inputIDPrefix)
 	head, key, ok := strings.Cut(rest, "/")
 	id, ask, hasAsk := strings.Cut(head, ".")
-	return id, key, found && ok && task.ValidID(id) && key != "" && (!hasAsk || ask != "")
+	return id, ask, key, found && ok && task.ValidID(id) && key != "" && (!hasAsk || ask != "")
 }
 
-// questionID returns the id of the input request key of r, which r asks:
-// the same for as long as that question is outstanding, on every stream of
-// every replica, and another once it is taken back and asked again. Its
-// ask is the number (Seq) of the history event that asked it, when the
-// history shows that no later event did (none was dropped after it, none
-// left keys out); else sent, the id this stream sent for key, if any; else
-// "a" and the run's attempt: the same on every stream, so that a client
-// that keys questions by id is not asked twice, though a question taken
-// back and asked again in the same run then gets its old id (the history
-// can tell askings apart only while it keeps them).
+// askedSeq returns the number (Seq) of the latest event of r's history
+// that asked key, or 0 if the history holds none.
+func askedSeq(r *task.Record, key string) int {
+	if k := []rune(key); len(k) > task.MaxHistoryName { // as the history keeps it
+		key = string(k[:task.MaxHistoryName])
+	}
+	for i := len(r.History) - 1; i >= 0; i-- {
+		if e := r.History[i]; e.Kind == task.HistoryInputRequested && slices.Contains(e.Keys, key) {
+			return e.Seq
+		}
+	}
+	return 0
+}
+
+// stale reports whether ask names an asking of key that r's history shows
+// was taken back and asked again since. Old-form ids (no ask) and
+// askings the history cannot place ("a…") are not stale.
+func stale(r *task.Record, ask, key string) bool {
+	n, err := strconv.Atoi(ask)
+	cur := askedSeq(r, key)
+	return err == nil && cur > 0 && n != cur
+}
+
+// questionID returns the id of the input request key of r, which r asks.
+// Its ask is the number of the latest history event that asked key
+// (askedSeq): the same for as long as the question is outstanding, on
+// every stream of every replica, and another once it is taken back and
+// asked again. Without such an event (the bounded history dropped it,
+// after many others), the id is sent, the one this stream sent, if any,
+// else "a" and the run's attempt. A new asking that the history does not
+// show (an event lists at most task.MaxHistoryKeys keys) keeps the old id:
+// an id used twice, in that rare case, rather than a person asked twice.
 func questionID(r *task.Record, key, sent string) string {
-	h := r.History
-	for i := len(h) - 1; i >= 0; i-- {
-		e := h[i]
-		if e.Kind != task.HistoryInputRequested {
-			continue
-		}
-		if slices.Contains(e.Keys, key) {
-			if h[len(h)-1].Seq-e.Seq == len(h)-1-i { // nothing dropped after it
-				return inputRequestID(r.ID, strconv.Itoa(e.Seq), key)
-			}
-			break
-		}
-		if len(e.Keys) == task.MaxHistoryKeys { // it may have left key out
-			break
-		}
+	if n := askedSeq(r, key); n > 0 {
+		return inputRequestID(r.ID, strconv.Itoa(n), key)
 	}
 	if sent != "" {
 		return sent
@@ -296,13 +305,17 @@ func legacyInputRequest(raw json.RawMessage, id string) (string, json.RawMessage
 // which has no such action, it cancels the task.
 func (s *Server) legacyAnswer(lr *legacyRequest) {
 	m := lr.msg
-	id, key, ok := parseInputRequestID(m.ID)
+	id, ask, key, ok := parseInputRequestID(m.ID)
 	if !ok {
 		writeError(lr.w, http.StatusBadRequest, nil, codeInvalidRequest, "Invalid request: a response to a request this server did not send")
 		return
 	}
 	ctx := lr.r.Context()
-	if r, err := s.legacyGet(ctx, lr.principal, id); err == nil {
+	if r, err := s.legacyGet(ctx, lr.principal, id); err == nil && stale(r, ask, key) {
+		// A late response to a question taken back and asked again
+		// since: it does not answer the new one.
+		s.log.Info("response to an earlier asking of an input request ignored", "task", id, "key", key)
+	} else if err == nil {
 		var ir struct {
 			Method string `json:"method"`
 		}
