@@ -86,7 +86,9 @@
 // result too. When the task is cancelled (or the timeout passes, or the
 // server gives the task up), the whole group gets SIGTERM, then SIGKILL
 // after grace; whatever way the command ends, what is left of its group
-// is killed before the handler returns.
+// is killed before the handler returns. At shutdown, grace comes after the
+// server's drain (--drain-timeout): the host's stop timeout should cover
+// both.
 //
 // A call that runs inline (task: never, or task: optional from a client
 // that does not declare the Tasks extension) runs the same way, without

@@ -96,33 +96,44 @@ func TestCreateFoldsFirstWrite(t *testing.T) {
 
 // TestCreateFoldsQuestionOfEndedContext: a handler whose first write is
 // a question on a context that has already ended (a deadline of its own)
-// does not fail the create: the task is inserted (the insert is the
-// create's, not the question's), and the question, which nobody waits for,
-// is taken back while the run goes on.
+// asks nobody and does not fail the create: the task is inserted (the
+// insert is the create's, not the question's), and not suspended, also by
+// a tool that suspends at once.
 func TestCreateFoldsQuestionOfEndedContext(t *testing.T) {
-	bubble(t, func(t *testing.T) {
-		mem := newMem()
-		st := &faultStore{Store: mem}
-		st.ctxCreate.Store(true)
-		var asked error
-		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
-			qctx, cancel := context.WithCancel(ctx)
-			cancel()
-			_, asked = run.RequestInput(qctx, asks("k"), "Asking")
-			return json.RawMessage(`{"content":[]}`), nil
-		}
-		e := startEngine(t, st, []*Tool{{Name: "t", Handler: h, Retry: RetryPolicy{Rerun: true}}}, Options{})
-		synctest.Wait()
-		r := create(t, e, "t")
-		time.Sleep(time.Second)
-		synctest.Wait()
-		if !errors.Is(asked, context.Canceled) {
-			t.Errorf("RequestInput = %v, want the question's context's error", asked)
-		}
-		if got := get(t, mem, r.ID); got.Status != task.Completed || len(got.InputRequests) != 0 {
-			t.Errorf("stored %s asking %v; want completed, asking nothing", got.Status, got.InputRequests)
-		}
-	})
+	for _, tt := range []struct {
+		name string
+		opts Options
+	}{
+		{"holding first", Options{}},
+		{"suspending at once", Options{SuspendAfter: -1}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bubble(t, func(t *testing.T) {
+				mem := newMem()
+				st := &faultStore{Store: mem}
+				st.ctxCreate.Store(true)
+				var asked error
+				h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+					qctx, cancel := context.WithCancel(ctx)
+					cancel()
+					_, asked = run.RequestInput(qctx, asks("k"), "Asking")
+					return json.RawMessage(`{"content":[]}`), nil
+				}
+				e := startEngine(t, st, []*Tool{{Name: "t", Handler: h, Retry: RetryPolicy{Rerun: true}}}, tt.opts)
+				synctest.Wait()
+				r := create(t, e, "t")
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if !errors.Is(asked, context.Canceled) {
+					t.Errorf("RequestInput = %v, want the question's context's error", asked)
+				}
+				got := get(t, mem, r.ID)
+				if got.Status != task.Completed || len(got.InputRequests) != 0 || slices.ContainsFunc(got.History, func(e task.HistoryEvent) bool { return e.Kind == task.HistoryInputRequested }) {
+					t.Errorf("stored %s asking %v, history %v; want completed, never asked", got.Status, got.InputRequests, got.History)
+				}
+			})
+		})
+	}
 }
 
 // TestCreateFoldFails: when the insert that carries the first write

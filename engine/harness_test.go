@@ -256,6 +256,7 @@ type faultStore struct {
 	blipStep    atomic.Int32 // so many next SaveStep calls fail
 	blipStatus  atomic.Int32 // so many next SetStatusMessage calls fail
 	blipFinish  atomic.Int32 // so many next Finish calls fail
+	slowFinish  atomic.Int64 // each Finish takes this long (a time.Duration), or fails once its ctx ends first
 	loseCreate  atomic.Int32 // so many next Create calls commit, then fail as if the reply was lost
 	failCreate  atomic.Int32 // so many next Create calls fail without writing
 	blipGet     atomic.Int32 // so many next Get calls fail
@@ -410,6 +411,13 @@ func (f *faultStore) Finish(ctx context.Context, p store.FinishParams) error {
 	err := f.check()
 	if err == nil && f.blipFinish.Add(-1) >= 0 {
 		err = errStoreDown
+	}
+	if d := time.Duration(f.slowFinish.Load()); err == nil && d > 0 {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
 	if err == nil {
 		err = f.Store.Finish(ctx, p)

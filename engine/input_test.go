@@ -555,3 +555,36 @@ func TestRequestInputCutAfterCommit(t *testing.T) {
 		close(release)
 	})
 }
+
+// TestRequestInputDeadlineStoreDown: a question whose deadline passes
+// while the store is down returns at that deadline: its store call is
+// retried until then, and the question, most likely never stored, is taken
+// back with one try, not retried until the store is back.
+func TestRequestInputDeadlineStoreDown(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		st := &faultStore{Store: newMem()}
+		var asked error
+		var took time.Duration
+		h := func(ctx context.Context, run *Run) (json.RawMessage, error) {
+			if err := run.SetStatus(ctx, "Starting"); err != nil { // the create's insert
+				return nil, err
+			}
+			st.down.Store(true)
+			qctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			start := time.Now()
+			_, asked = run.RequestInput(qctx, asks("k"), "Asking")
+			took = time.Since(start)
+			st.down.Store(false)
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		e := startEngine(t, st, []*Tool{{Name: "t", Handler: h}}, Options{})
+		synctest.Wait()
+		create(t, e, "t")
+		time.Sleep(testLease)
+		synctest.Wait()
+		if !errors.Is(asked, context.DeadlineExceeded) || took != time.Second {
+			t.Errorf("RequestInput = %v after %v; want the question's deadline after 1s", asked, took)
+		}
+	})
+}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -128,6 +130,9 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 	if r.e == nil {
 		return nil, ErrNoInput
 	}
+	if ctx.Err() != nil { // asked of nobody: not stored
+		return nil, context.Cause(ctx)
+	}
 	e, x := r.e, r.x
 	// Answers given to this process, or announced by the store's Listener,
 	// wake the handler at once; the heartbeat loop wakes it for the rest.
@@ -181,10 +186,7 @@ func (r *Run) RequestInput(ctx context.Context, requests map[string]json.RawMess
 		if !asked {
 			// The person must be asked: retry until the request is stored.
 			if err := r.storeCall(ctx, "request input", func(ctx context.Context) error { return read(ctx, !hold) }); err != nil {
-				// ctx may have ended after the store took the request (a
-				// commit whose reply was cut): take it back, if the run
-				// goes on.
-				r.withdraw(requests, nil)
+				r.takeBack(requests)
 				return nil, err
 			}
 		} else {
@@ -271,6 +273,27 @@ func (r *Run) withdraw(requests, answered map[string]json.RawMessage) bool {
 		_, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: keys})
 		return err
 	}) == nil
+}
+
+// takeBackTimeout bounds takeBack's one try.
+const takeBackTimeout = time.Second
+
+// takeBack withdraws requests once, if the run goes on, after their first
+// store call failed because the handler's context ended: the store may
+// have taken them (a commit whose reply was cut), and nobody waits for
+// them now. Most likely it did not (the store was down), so a failure is
+// only logged: unlike withdraw, takeBack does not hold the handler, whose
+// deadline has passed, until the store is back.
+func (r *Run) takeBack(requests map[string]json.RawMessage) {
+	x := r.x
+	if x.ctx.Err() != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(x.ctx, takeBackTimeout)
+	defer cancel()
+	if _, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: slices.Collect(maps.Keys(requests))}); err != nil {
+		r.e.log.Warn("take back input requests whose store call was cut", "task", r.ID(), "err", err)
+	}
 }
 
 // takeHolding takes one of MaxHolding tokens for x, if one is free.

@@ -224,6 +224,34 @@ func TestShutdownDeadline_FinishRetrying(t *testing.T) {
 	})
 }
 
+// TestShutdownDeadline_FinishUnderWay: Shutdown's deadline ends the
+// retries of a run's end, not a write of it under way: a handler that
+// returned just before the deadline has its result stored, and Shutdown
+// returns once it is.
+func TestShutdownDeadline_FinishUnderWay(t *testing.T) {
+	bubble(t, func(t *testing.T) {
+		mem := newMem()
+		st := &faultStore{Store: mem}
+		st.slowFinish.Store(int64(2 * time.Second))
+		e := startEngine(t, st, []*Tool{{Name: "job", Handler: func(context.Context, *Run) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[]}`), nil
+		}}}, Options{})
+		r := create(t, e, "job")
+		synctest.Wait() // its end is being written
+
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown = %v, want DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took != 2*time.Second {
+			t.Errorf("Shutdown returned after %v, want 2s (the write under way)", took)
+		}
+		wantStatus(t, mem, r.ID, task.Completed)
+	})
+}
+
 // TestShutdownReleaseFails: when the release of a parked task fails (the
 // store blips during a graceful shutdown), the task must not be failed with
 // the release error: it is left to expire and be re-run elsewhere, like any

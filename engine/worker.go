@@ -317,21 +317,24 @@ func (e *Engine) execute(loopCtx context.Context, c store.Claimed, x *execution)
 	// lease) and for at most a lease: a run that finished must not be lost
 	// to one failed write, which would leave its lease to run out and the
 	// task to be taken for lost (failed, or run again). The store's fence
-	// ends the retries once the lease is gone, and Shutdown once its
-	// deadline has passed.
+	// ends the retries once the lease is gone, and Shutdown's deadline ends
+	// them too (not a try under way).
 	finish := func(p store.FinishParams) {
-		fctx, abandon := context.WithCancelCause(runCtx)
+		fctx, stop := context.WithTimeout(runCtx, e.opts.Lease) // each try's
+		defer stop()
+		retries, abandon := context.WithCancelCause(fctx) // ends at Shutdown's deadline too
 		defer abandon(nil)
 		defer context.AfterFunc(e.abandoned, func() { abandon(errShutdown) })()
-		fctx, stop := context.WithTimeout(fctx, e.opts.Lease)
-		defer stop()
-		if err := run.storeCall(fctx, "finish", func(ctx context.Context) error {
+		if err := run.storeCall(retries, "finish", func(context.Context) error {
 			p.FenceParams = fence()
-			return x.st.Finish(ctx, p)
+			return x.st.Finish(fctx, p) // a try under way is not cut
 		}); err != nil {
 			level := slog.LevelWarn
-			if p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost) {
+			switch {
+			case p.Status == task.Cancelled && errors.Is(err, store.ErrLeaseLost):
 				level = slog.LevelDebug // cancelled already, at once (CancelNow)
+			case errors.Is(err, errShutdown):
+				level = slog.LevelInfo // left to another worker, as a handler still running is
 			}
 			x.logAt(runCtx, level, "finish task", "status", p.Status, "err", err)
 			spanFinishFailed(span, err)
