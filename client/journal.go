@@ -430,9 +430,11 @@ func Prune(ctx context.Context, j Journal, drop func(Entry) bool) (int, error) {
 // their other fields are not compared. The removal is one change of the
 // file for a [FileJournal] (one Remove each for another Journal), as with
 // [Prune]. Forget returns the entries it removed, as the journal held
-// them, in the order of [Journal.List]; an entry that is no longer in the
-// journal (its pending create was settled meanwhile, say) is not among
-// them, and is not an error.
+// them, by creation time, then server and id; an entry that is no longer
+// in the journal (its pending create was settled meanwhile, say) is not
+// among them, and is not an error (for a Journal other than a
+// [FileJournal], which removes each entry on its own, one that another
+// program removed meanwhile may be among them).
 //
 // Forget is for what the journal cannot settle on its own: a task that
 // its server no longer knows (expired, deleted, or another principal's:

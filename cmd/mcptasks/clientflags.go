@@ -102,6 +102,9 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 	if id == "" {
 		return "", nil, usageError("empty task id")
 	}
+	if strings.HasPrefix(id, pendingPrefix) {
+		return "", nil, usageError("%s names a pending call, which has no task id yet: \"mcptasks tasks --resume\" learns its task, \"mcptasks tasks --forget %s\" drops it", id, id)
+	}
 	if f.url != "" {
 		if err := checkEndpoint("--url", f.url); err != nil {
 			return "", nil, err

@@ -93,6 +93,7 @@ func TestLocate(t *testing.T) {
 		{name: "TwoServersWithURL", id: "twice", url: "http://b/mcp", wantURL: "http://b/mcp", wantEntry: "t4"},
 		{name: "UnknownWithURL", id: "zzz", url: "http://c/mcp", wantURL: "http://c/mcp"},
 		{name: "NoPrefixWithURL", id: "abc", url: "http://a/mcp", wantURL: "http://a/mcp"},
+		{name: "PendingCall", id: "key:k1", url: "http://a/mcp", err: `key:k1 names a pending call, which has no task id yet: "mcptasks tasks --resume" learns its task, "mcptasks tasks --forget key:k1" drops it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
