@@ -74,6 +74,23 @@ func (s *legacySession) post(msg string) *rawResponse {
 	return s.c.do(s.t, &rawRequest{method: http.MethodPost, path: "/mcp", header: h, body: []byte(msg)})
 }
 
+// open sends one message in the session and returns the HTTP response as
+// it starts, to read as a stream, until ctx ends.
+func (s *legacySession) open(ctx context.Context, msg string) *http.Response {
+	s.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.c.base+"/mcp", strings.NewReader(msg))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	req.Header = http.Header{"Authorization": {"Bearer " + s.token}, "Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"},
+		"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	resp, err := s.c.http.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return resp
+}
+
 // call sends one request in the session and returns its reply.
 func (s *legacySession) call(method, params string) *rpcReply {
 	s.t.Helper()
@@ -451,17 +468,7 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
-		"Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
 	defer resp.Body.Close()
 	var seen []string // what the stream carried, in order
 	sc := bufio.NewScanner(resp.Body)
@@ -540,17 +547,7 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/mcp",
-		strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
-		"Mcp-Session-Id": {s.id}, "Mcp-Protocol-Version": {"2025-11-25"}}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
 	defer resp.Body.Close()
 	var seen, questions []string // what the stream carried, in order; the ids of its questions
 	sc := bufio.NewScanner(resp.Body)

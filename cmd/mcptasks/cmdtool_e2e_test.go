@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -459,16 +458,7 @@ func TestCommandTools_ServerEnvironHidden(t *testing.T) {
 			t.Logf("server log:\n%s", logs)
 		}
 	})
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if resp, err := http.Get("http://" + addr + "/healthz"); err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server did not start:\n%s", logs)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a port that is not open yet
-	}
+	waitUp(t, addr, logs)
 	c := &rpc{url: "http://" + addr + "/mcp", tasks: true}
 	id := taskID(t, c.callTool(t, "peek", map[string]any{}))
 	done := c.waitStatus(t, id, "completed", 10*time.Second)

@@ -74,15 +74,23 @@ func start(t *testing.T, addr string, args ...string) *proc {
 			t.Logf("server log:\n%s", p.logs)
 		}
 	})
+	waitUp(t, addr, p.logs)
+	return p
+}
+
+// waitUp waits until the server at addr answers /healthz, for at most 20
+// s; then it fails t with the server's logs.
+func waitUp(t *testing.T, addr string, logs *bytes.Buffer) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
-			return p
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("server did not start: %v\n%s", err, p.logs)
+			t.Fatalf("server did not start: %v\n%s", err, logs)
 		}
 		time.Sleep(20 * time.Millisecond) // polling a port that is not open yet
 	}
