@@ -116,7 +116,8 @@ func (r *Run) SetStatus(ctx context.Context, msg string) error {
 // If ctx ends while the run goes on (a deadline the handler set on its
 // question), the requests not answered are withdrawn before RequestInput
 // returns ctx's error: the task no longer asks them, and is working again
-// when none is left (an answer that came first stays stored). The handler
+// when none is left (an answer that came first stays stored); a ctx that
+// has ended already asks nothing. The handler
 // may go on: as after an answer, it has its worker slot back (or its
 // MaxHolding token) when RequestInput returns, unless the run stopped.
 //
