@@ -128,20 +128,29 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	if err == nil {
 		return out, nil
 	}
+	// The lookups get a context of their own: ctx may be what ended (a
+	// timeout, a Shutdown stopping the claim loop) after the statement
+	// committed. A statement cut so may also still be running: then an
+	// empty lookup is not the end.
+	cut := ctx.Err() != nil
+	lctx, lcancel := s.bound(context.WithoutCancel(ctx))
+	defer lcancel()
 	for i := range claimLookups {
 		if i > 0 {
 			select {
-			case <-ctx.Done():
+			case <-lctx.Done():
 				return nil, fmt.Errorf("postgres: claim: %w", err)
 			case <-time.After(time.Duration(50<<i) * time.Millisecond):
 			}
 		}
-		found, lerr := s.queryClaimed(ctx, claimedSQL, p.Owner, token)
+		found, lerr := s.queryClaimed(lctx, claimedSQL, p.Owner, token)
 		if lerr == nil {
-			if len(found) == 0 {
+			if len(found) > 0 {
+				return found, nil
+			}
+			if !cut {
 				break // the claim did not commit
 			}
-			return found, nil
 		}
 	}
 	return nil, fmt.Errorf("postgres: claim: %w", err)
@@ -176,7 +185,7 @@ const heartbeatManySQL = `UPDATE mcptasks_tasks t SET lease_expires_at = $3
 	  AND t.status IN ('working', 'input_required')
 	  AND t.lease_owner <> ''
 	  AND (t.expires_at IS NULL OR t.expires_at > $4)
-	RETURNING t.id, t.cancel_requested, t.status <> 'input_required'`
+	RETURNING t.id, t.attempt, t.cancel_requested, t.status <> 'input_required'`
 
 // HeartbeatMany implements [store.Store]. It is one statement that touches
 // no indexed column, so Postgres can make each update a HOT update.
@@ -193,21 +202,27 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
 	}
 	defer rows.Close()
-	held := make(map[string]store.LeaseState, len(p.Leases))
+	// By id and attempt: a lease of an earlier attempt of a task, named
+	// beside the current one, is lost.
+	type lease struct {
+		id      string
+		attempt int
+	}
+	held := make(map[lease]store.LeaseState, len(p.Leases))
 	for rows.Next() {
-		var id string
+		var l lease
 		var st store.LeaseState
-		if err := rows.Scan(&id, &st.CancelRequested, &st.Answered); err != nil {
+		if err := rows.Scan(&l.id, &l.attempt, &st.CancelRequested, &st.Answered); err != nil {
 			return nil, fmt.Errorf("postgres: heartbeat: %w", err)
 		}
-		held[id] = st
+		held[l] = st
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("postgres: heartbeat: %w", err)
 	}
 	out := make([]store.LeaseState, len(p.Leases))
 	for i, l := range p.Leases {
-		st, ok := held[l.ID]
+		st, ok := held[lease{l.ID, l.Attempt}]
 		out[i] = st
 		out[i].Lost = !ok
 	}

@@ -23,6 +23,9 @@ type replyCutter struct {
 	ln    net.Listener
 	armed atomic.Bool
 	cut   chan struct{} // receives once for each reply lost
+	// onCut, if set, is called once a reply is lost, before the
+	// connections close.
+	onCut func()
 }
 
 func newReplyCutter(t *testing.T, target string) *replyCutter {
@@ -80,6 +83,9 @@ func (c *replyCutter) relay(server, client net.Conn) {
 		}
 		if dropping {
 			if head[0] == 'Z' { // ReadyForQuery: committed, and lost
+				if c.onCut != nil {
+					c.onCut()
+				}
 				c.cut <- struct{}{}
 				return
 			}
@@ -88,6 +94,36 @@ func (c *replyCutter) relay(server, client net.Conn) {
 		if _, err := client.Write(append(head, body...)); err != nil {
 			return
 		}
+	}
+}
+
+// TestClaim_LostReplyContextEnded: a claim whose reply is lost while its
+// context ends (a timeout, or Shutdown cancelling the claim loop) still
+// returns the tasks it leased: the lookups by its token run on a context
+// of their own. Before, they ran on the ended one, failed at once, and
+// left the tasks leased to a worker that never ran them.
+func TestClaim_LostReplyContextEnded(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	direct := open(t, dsn, nil)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutter := newReplyCutter(t, u.Host)
+	u.Host = cutter.ln.Addr().String()
+	proxied := open(t, u.String(), &Options{MaxConns: 1})
+	if err := direct.Create(context.Background(), newTask("t")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cutter.onCut = cancel
+	cutter.armed.Store(true)
+	cs, err := proxied.Claim(ctx, store.ClaimParams{Owner: "w1", Now: t0, LeaseExpiresAt: t0.Add(time.Minute), Limit: 10})
+	cutter.wasCut(t)
+	if err != nil || len(cs) != 1 || cs[0].ID != "t" || cs[0].LeaseOwner != "w1" {
+		t.Errorf("claim whose reply was lost as its context ended: %v, %v; want the task it leased", cs, err)
 	}
 }
 

@@ -139,6 +139,16 @@ func TestListen_Events(t *testing.T) {
 	}
 	wantEvent(t, events, store.Event{Kind: store.EventCreated, TaskID: "marker3"})
 
+	// A held task cancelled at once tells its worker too, so that it
+	// stops its handler now, not at its next heartbeat.
+	if _, err := w.Claim(ctx, store.ClaimParams{Owner: "w1", Now: at(6 * time.Second), LeaseExpiresAt: at(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.RequestCancel(ctx, store.CancelParams{ID: "marker2", Principal: "alice", Now: at(7 * time.Second), AtOnce: true}); err != nil {
+		t.Fatal(err)
+	}
+	wantEvent(t, events, store.Event{Kind: store.EventCancelled, TaskID: "marker2"})
+
 	// The listener's own writes come back too.
 	if err := l.Create(ctx, newTask("own")); err != nil {
 		t.Fatal(err)

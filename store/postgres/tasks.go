@@ -223,15 +223,17 @@ func (s *Store) Answer(ctx context.Context, p store.AnswerParams) (accepted []st
 	return accepted, err
 }
 
-// RequestCancel implements [store.Store]. When it sets CancelRequested on a
-// held task it sends a cancelled event, so that the worker holding it
-// stops at once; when it cancels the task at once, an updated event.
+// RequestCancel implements [store.Store]. When it changes a held task
+// (sets CancelRequested, or cancels it at once) it sends a cancelled
+// event, so that the worker holding it stops at once; when it cancels a
+// task nobody holds, an updated event.
 func (s *Store) RequestCancel(ctx context.Context, p store.CancelParams) (*task.Record, error) {
 	return s.modify(ctx, "request cancel", p.ID, func(r *task.Record) (bool, store.EventKind, error) {
+		held := r.LeaseOwner != ""
 		changed, err := store.ApplyCancel(r, p)
 		var ev store.EventKind
 		switch {
-		case changed && !r.Status.Terminal() && r.CancelRequested:
+		case changed && (held || !r.Status.Terminal() && r.CancelRequested):
 			ev = store.EventCancelled
 		case changed:
 			ev = store.EventUpdated

@@ -63,6 +63,7 @@ func testHeartbeatMany(t *testing.T, f factory) {
 		{ID: "answered", Attempt: answered.Attempt},
 		{ID: "finished", Attempt: finished.Attempt},
 		{ID: "reclaimed", Attempt: old.Attempt},
+		{ID: "reclaimed", Attempt: reclaimed.Attempt}, // the same task at its current attempt
 		{ID: "unknown", Attempt: 1},
 	}
 	sts, err := s.HeartbeatMany(ctx, store.HeartbeatManyParams{Leases: leases, Now: now, LeaseExpiresAt: now.Add(lease)})
@@ -76,6 +77,7 @@ func testHeartbeatMany(t *testing.T, f factory) {
 		{Answered: true},
 		{Lost: true},
 		{Lost: true},
+		{Answered: true},
 		{Lost: true},
 	}
 	if len(sts) != len(want) {
@@ -91,8 +93,10 @@ func testHeartbeatMany(t *testing.T, f factory) {
 			t.Errorf("%s: lease %s until %v, want w1's extended to %v", id, r.LeaseOwner, r.LeaseExpiresAt, now.Add(lease))
 		}
 	}
-	// The lost leases changed nothing: w2 keeps reclaimed, and w1's late
-	// writes to it are still refused.
+	// The lost leases changed nothing: w2 keeps reclaimed, its lease
+	// extended by the heartbeat of its own attempt, and w1's late writes
+	// to it are still refused.
+	before.LeaseExpiresAt = now.Add(lease)
 	wantStored(t, s, before)
 	err = s.SetStatusMessage(ctx, store.StatusMessageParams{FenceParams: fence(old, now), StatusMessage: "late"})
 	wantErr(t, "late SetStatusMessage of the lost attempt", err, store.ErrLeaseLost)
