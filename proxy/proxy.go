@@ -141,6 +141,7 @@ func New(ctx context.Context, up *Upstream, opts *Options) (*Proxy, error) {
 		return nil, err
 	}
 	p.name = p.up.name()
+	p.log.Info("connecting to the upstream to list its tools", "upstream", p.name)
 	s, err := p.connect(ctx, &mcp.ClientOptions{Logger: p.log, Capabilities: &mcp.ClientCapabilities{}})
 	if err != nil {
 		return nil, fmt.Errorf("upstream %s: %w", p.name, p.up.redacted(err))

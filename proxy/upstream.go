@@ -161,17 +161,51 @@ func (p *Proxy) connect(ctx context.Context, copts *mcp.ClientOptions) (*session
 		// A child left in the group may keep a Stderr pipe open (when
 		// Stderr is not a file): Wait does not wait for it past this.
 		cmd.WaitDelay = time.Second
-		t = &mcp.CommandTransport{Command: cmd, TerminateDuration: u.TerminateTimeout}
-		s.cmd = cmd
+		sent := make(chan struct{})
+		t = &noticeWatch{Transport: &mcp.CommandTransport{Command: cmd, TerminateDuration: u.TerminateTimeout}, sent: sent}
+		s.cmd, s.cancelSent = cmd, sent
 	}
 	c := mcp.NewClient(p.opts.ClientInfo, copts)
 	c.AddReceivingMiddleware(refuseUndeclared)
 	var err error
 	s.cs, err = c.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: p.up.ProtocolVersion})
 	if err != nil {
+		s.killGroup() // go-sdk ended the process it started, not what that started
 		return nil, err
 	}
 	return s, nil
+}
+
+// noticeWatch is the transport of a session with a stdio upstream: it
+// closes sent once the session has written a notifications/cancelled.
+// (Its connection has no client-side hooks of go-sdk's to hide; an HTTP
+// one has, so cancelWatch watches its requests instead.)
+type noticeWatch struct {
+	mcp.Transport
+	once sync.Once
+	sent chan struct{}
+}
+
+func (w *noticeWatch) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := w.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return noticeConn{Connection: c, w: w}, nil
+}
+
+// noticeConn is the connection of a noticeWatch.
+type noticeConn struct {
+	mcp.Connection
+	w *noticeWatch
+}
+
+func (c noticeConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, m)
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == "notifications/cancelled" {
+		c.w.once.Do(func() { close(c.w.sent) })
+	}
+	return err
 }
 
 // cancelNoticeTimeout bounds the wait for go-sdk's notifications/cancelled
@@ -181,9 +215,10 @@ const cancelNoticeTimeout = 2 * time.Second
 // cancelled is called when the call was cancelled. go-sdk sends
 // notifications/cancelled from a goroutine of its own, which closing the
 // session at once could cut off; over HTTP that notice is the only way a
-// stateful upstream learns of it (a stdio upstream reads the end of its
-// stdin, a stateless one the end of the request). So for an HTTP upstream
-// wait until it has been delivered, for a bounded time.
+// stateful upstream learns of it (a stateless one reads the end of the
+// request), and a stdio upstream that finishes its requests when its
+// input ends would run on until killed. So wait until it has been written,
+// for a bounded time (not for an upstream of Upstream.Transport).
 func (s *session) cancelled() {
 	if s.cancelSent == nil {
 		return
@@ -285,10 +320,15 @@ func (l *messageLimit) Close() error { return l.rc.Close() }
 // outlive the call.
 func (s *session) close() error {
 	err := s.cs.Close()
+	s.killGroup()
+	return err
+}
+
+// killGroup kills what is left of a stdio upstream's process group.
+func (s *session) killGroup() {
 	if s.cmd != nil && s.cmd.Process != nil && s.cmd.Process.Pid > 0 {
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL) // ESRCH: none left
 	}
-	return err
 }
 
 func (s *session) protocolVersion() string {

@@ -36,6 +36,10 @@ type proxyFlags struct {
 
 // newProxyCmd is serve's command, serving an upstream's tools instead of
 // the built-in ones: it has every flag of serve, and the same wiring.
+// proxyStartTimeout bounds the wait for the upstream at start-up (its
+// initialize and tools/list), which --upstream-timeout bounds too.
+const proxyStartTimeout = 2 * time.Minute
+
 func newProxyCmd() *cobra.Command {
 	var sf serveFlags
 	cmd := newServeCmdWith(&sf)
@@ -101,7 +105,7 @@ others).`
 	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, fail a task once this many of its runs were lost with their worker (crashes; graceful restarts do not count)")
 	fl.DurationVar(&f.ttl, "ttl", engine.DefaultTTL, "how long a task and its result are kept after it is created")
 	fl.DurationVar(&f.pollInterval, "poll-interval", engine.DefaultPollInterval, "the polling interval (pollIntervalMs) suggested to clients")
-	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use)")
+	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use); it bounds start-up too (connecting and listing the tools), to at most 2m")
 	fl.DurationVar(&f.terminate, "upstream-terminate-timeout", 5*time.Second, "when a call to a stdio upstream ends, how long its process gets to exit after its stdin is closed, before SIGTERM (and as long again before SIGKILL)")
 	// Flags of serve that make no sense here.
 	for _, name := range []string{"tools", "demo", "demo-step"} {
@@ -205,7 +209,13 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 		f.timeout = f.ttl
 	}
 
-	p, err := proxy.New(ctx, up, &proxy.Options{
+	// Start-up waits for the upstream no longer than a call would, and at
+	// most proxyStartTimeout: an upstream that never answers initialize
+	// must not hang the proxy without a word.
+	start := min(f.timeout, proxyStartTimeout)
+	startCtx, cancel := context.WithTimeout(ctx, start)
+	defer cancel()
+	p, err := proxy.New(startCtx, up, &proxy.Options{
 		Mode:            sel,
 		Retry:           engine.RetryPolicy{Rerun: f.rerun, MaxAttempts: f.maxAttempts},
 		TTL:             f.ttl,
@@ -214,6 +224,9 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 		ClientInfo:      &mcp.Implementation{Name: "mcptasks-proxy", Version: version},
 		Logger:          log,
 	})
+	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+		return nil, fmt.Errorf("%w: no answer within %s at start-up (--upstream-timeout, at most %s then): is it an MCP server, and up?", err, start, proxyStartTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}

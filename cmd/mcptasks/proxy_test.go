@@ -92,6 +92,92 @@ func TestProxy_StdioWrapperGroup(t *testing.T) {
 	}
 }
 
+// TestProxy_StdioConnectFails: a call whose stdio upstream does not
+// finish connecting within --upstream-timeout fails, and nothing of the
+// upstream's process group outlives it (go-sdk ends the process it
+// started, not what that started: here a wrapper's background sleep).
+func TestProxy_StdioConnectFails(t *testing.T) {
+	bin := buildUpstream(t)
+	dir := t.TempDir()
+	pids, count := filepath.Join(dir, "pids"), filepath.Join(dir, "count")
+	// The first session (the proxy's listing) connects; later ones hang
+	// before the upstream starts.
+	wrapper := fmt.Sprintf(`sleep 300 & echo $! >> %[1]s; echo x >> %[2]s; [ "$(wc -l < %[2]s)" -gt 1 ] && sleep 300; exec %[3]s`,
+		shellQuote(pids), shellQuote(count), shellQuote(bin))
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", "slow_echo", "--upstream-timeout", "1s", "--upstream", "--", "sh", "-c", wrapper)
+	c := &rpc{url: p.url, tasks: true}
+	id := taskID(t, c.callTool(t, "slow_echo", map[string]any{"text": "x", "seconds": 0.01}))
+	c.waitStatus(t, id, "failed", proxyWait)
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := strings.Fields(string(b))
+	if len(started) != 2 {
+		t.Fatalf("sessions started %d sleeps: %v; want the listing's and the call's", len(started), started)
+	}
+	pid, err := strconv.Atoi(started[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(proxyWait); syscall.Kill(pid, 0) == nil && !zombie(pid); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d, started in the group of an upstream that failed to connect, outlived the call", pid)
+		}
+	}
+}
+
+// TestProxy_StdioCancelReachesUpstream: a cancelled call's stdio upstream
+// is told (notifications/cancelled) before its input is closed, so that
+// an upstream that finishes its requests when its input ends (mcptasks
+// serve --stdio does) stops at once rather than when it is killed after
+// --upstream-terminate-timeout.
+func TestProxy_StdioCancelReachesUpstream(t *testing.T) {
+	dir := t.TempDir()
+	pids, started, tools := filepath.Join(dir, "pids"), filepath.Join(dir, "started"), filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(tools, []byte(fmt.Sprintf(`tools:
+  - name: wait_long
+    task: never
+    argv: [sh, -c, 'echo x > %s; exec sleep 60']
+    grace: 0s
+`, started)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf(`echo $$ >> %s; exec %s serve --stdio --store memory: --tools %s`, shellQuote(pids), shellQuote(binary), shellQuote(tools))
+	p := startProxy(t, freeAddr(t), "--store", "memory:", "--task-tools", "wait_long", "--upstream-terminate-timeout", "30s",
+		"--upstream", "--", "sh", "-c", wrapper)
+	c := &rpc{url: p.url, tasks: true}
+	id := taskID(t, c.callTool(t, "wait_long", map[string]any{}))
+	for deadline := time.Now().Add(proxyWait); ; time.Sleep(10 * time.Millisecond) { // the call runs upstream
+		if _, err := os.Stat(started); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the call did not reach the upstream")
+		}
+	}
+	b, err := os.ReadFile(pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 { // the listing's session, and the call's
+		t.Fatalf("upstream sessions %v; want two", f)
+	}
+	pid, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled := time.Now()
+	c.mustCall(t, "tasks/cancel", map[string]any{"taskId": id})
+	for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		if time.Since(cancelled) > 10*time.Second {
+			t.Fatalf("the cancelled call's upstream still runs after %v; want it told, not killed after the 30s terminate timeout", time.Since(cancelled))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // zombie reports whether pid is a process that has exited and waits to
 // be reaped.
 func zombie(pid int) bool {
@@ -444,6 +530,8 @@ func TestProxy_Usage(t *testing.T) {
 		{[]string{"--upstream-header", "nocolon", "--upstream-url", "http://127.0.0.1:1/mcp"}, "want \"NAME: VALUE\""},
 		{[]string{"--upstream", "/nonexistent/mcp-server"}, "upstream mcp-server"},
 		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "connection refused"},
+		// An upstream that never answers initialize.
+		{[]string{"--upstream-timeout", "1s", "--upstream-terminate-timeout", "100ms", "--upstream", "sleep", "60"}, "no answer within 1s at start-up (--upstream-timeout, at most 2m0s then)"},
 		// serve's flags are checked before the upstream is reached.
 		{[]string{"--max-body-bytes", "0", "--upstream-url", "http://127.0.0.1:1/mcp"}, "--max-body-bytes must be positive"},
 	} {
