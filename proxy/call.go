@@ -75,9 +75,7 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 	defer closeSession()
 	log := p.log.With("tool", name, "task", run.ID())
 	log.Debug("upstream call", "protocolVersion", s.protocolVersion())
-	if run.InTask() {
-		_ = run.SetStatus(ctx, fmt.Sprintf("Calling %s on %s", name, p.name))
-	}
+	p.setCalling(ctx, run, name)
 
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
@@ -286,4 +284,18 @@ func (p *Proxy) failure(upstream *jsonrpc.Error, format string, args ...any) *js
 	}
 	p.log.Warn("upstream call failed", "err", e.Message)
 	return e
+}
+
+// setCalling says in the task's status which call it makes, and when it
+// makes it again (a re-run, after a lost worker or a release): the
+// upstream then runs the call a second time.
+func (p *Proxy) setCalling(ctx context.Context, run *engine.Run, name string) {
+	if !run.InTask() {
+		return
+	}
+	msg := fmt.Sprintf("Calling %s on %s", name, p.name)
+	if n := run.Attempt(); n > 1 {
+		msg += fmt.Sprintf(" again (attempt %d)", n)
+	}
+	_ = run.SetStatus(ctx, msg)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,7 +28,7 @@ func (p *Proxy) probeTasks(ctx context.Context) {
 	defer p.closeClient(ctx, c)
 	serves, err := c.ServesTasks(ctx)
 	if err != nil {
-		p.log.Debug("upstream task support unknown; calling it plainly", "upstream", p.name, "err", p.up.redacted(err))
+		p.log.Warn("could not learn whether the upstream serves tasks: calling it plainly until the proxy restarts (a tool that requires tasks upstream fails)", "upstream", p.name, "err", p.up.redacted(err))
 		return
 	}
 	if serves {
@@ -93,9 +92,7 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		return answers[0], nil
 	}))
 	defer p.closeClient(ctx, c)
-	if run.InTask() {
-		_ = run.SetStatus(ctx, fmt.Sprintf("Calling %s on %s", name, p.name))
-	}
+	p.setCalling(ctx, run, name)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}

@@ -196,8 +196,11 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 	if f.maxAttempts < 1 {
 		return nil, fmt.Errorf("--max-attempts must be at least 1, got %d", f.maxAttempts)
 	}
-	if f.ttl <= 0 || f.pollInterval <= 0 {
-		return nil, errors.New("--ttl and --poll-interval must be positive")
+	if f.ttl <= 0 {
+		return nil, fmt.Errorf("--ttl must be positive, got %s", f.ttl)
+	}
+	if f.pollInterval <= 0 {
+		return nil, fmt.Errorf("--poll-interval must be positive, got %s", f.pollInterval)
 	}
 	if f.terminate <= 0 {
 		return nil, fmt.Errorf("--upstream-terminate-timeout must be positive, got %s", f.terminate)

@@ -16,6 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/pflag"
+
+	"github.com/mcptasks/mcptasks/store/sqlite"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // These tests put "mcptasks proxy" in front of a real upstream MCP server
@@ -471,6 +474,22 @@ func TestProxy_LostWorker(t *testing.T) {
 			}
 		}
 		p2.kill()
+		if rerun { // the re-run said that it called the upstream again
+			st, err := sqlite.Open(t.Context(), strings.TrimPrefix(db, "sqlite:"), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := st.Get(t.Context(), id)
+			st.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(r.History, func(e task.HistoryEvent) bool {
+				return e.Kind == task.HistoryStatus && e.Message == "Calling slow_echo on testupstream again (attempt 2)"
+			}) {
+				t.Errorf("history %+v; want the re-run's status saying it calls the upstream again", r.History)
+			}
+		}
 	}
 }
 
@@ -530,6 +549,7 @@ func TestProxy_Usage(t *testing.T) {
 		{[]string{"--upstream-header", "nocolon", "--upstream-url", "http://127.0.0.1:1/mcp"}, "want \"NAME: VALUE\""},
 		{[]string{"--upstream", "/nonexistent/mcp-server"}, "upstream mcp-server"},
 		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "connection refused"},
+		{[]string{"--poll-interval", "0s", "--upstream-url", "http://127.0.0.1:1/mcp"}, "--poll-interval must be positive, got 0s"},
 		// An upstream that never answers initialize.
 		{[]string{"--upstream-timeout", "1s", "--upstream-terminate-timeout", "100ms", "--upstream", "sleep", "60"}, "no answer within 1s at start-up (--upstream-timeout, at most 2m0s then)"},
 		// serve's flags are checked before the upstream is reached.
