@@ -285,7 +285,7 @@ type messageLimit struct {
 }
 
 func (l *messageLimit) Read(p []byte) (int, error) {
-	if l.n >= l.max {
+	if l.n > l.max {
 		return 0, errMessageTooLarge
 	}
 	if len(p) > l.max-l.n+1 {

@@ -23,6 +23,8 @@ func TestMessageLimit(t *testing.T) {
 	}{
 		{"SmallJSON", `{"result":"` + strings.Repeat("x", 80) + `"}`, true, false},
 		{"LargeJSON", `{"result":"` + strings.Repeat("x", 200) + `"}`, true, true},
+		{"JSONOfTheLimit", strings.Repeat("x", max), true, false},
+		{"JSONPastTheLimit", strings.Repeat("x", max+1), true, true},
 		{"LargeJSONWithBlankLines", `{"result":[` + strings.Repeat(`"xxxxxxxxxx",`+"\n\n", 20) + `1]}`, true, true},
 		{"ManySmallEvents", strings.Repeat(event(80), 50), false, false},
 		{"OneLargeEvent", event(80) + event(200) + event(10), false, true},
