@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"slices"
@@ -447,15 +448,8 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 	c := startServer(t, serverConfig{register: func(srv *mcpserver.Server) error {
 		return mcpserver.AddTool(srv, &mcp.Tool{Name: "ask_then_go_on"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-				qctx, cancel := context.WithCancel(ctx)
+				qctx, cancel := endedBy(ctx, withdraw)
 				defer cancel()
-				go func() {
-					select {
-					case <-withdraw:
-						cancel()
-					case <-qctx.Done():
-					}
-				}()
 				_, err := mcpserver.Elicit(qctx, "ok", &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
 				if !errors.Is(err, context.Canceled) {
 					return nil, nil, fmt.Errorf("Elicit: %v, want it cancelled", err)
@@ -471,12 +465,7 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
 	defer resp.Body.Close()
 	var seen []string // what the stream carried, in order
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	eachEvent(resp.Body, func(data string) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -497,7 +486,7 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 		case string(m.ID) == "7":
 			seen = append(seen, "result")
 		}
-	}
+	})
 	qid := "" // the question's id
 	if len(seen) > 0 {
 		qid, _ = strconv.Unquote(strings.TrimPrefix(seen[0], "question "))
@@ -523,15 +512,8 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 		return mcpserver.AddTool(srv, &mcp.Tool{Name: "ask_twice"}, mcpserver.ToolOptions{Task: mcpserver.TaskRequired},
 			func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				q := &mcp.ElicitParams{Message: "Go on?", RequestedSchema: &jsonschema.Schema{Type: "object"}}
-				qctx, cancel := context.WithCancel(ctx)
+				qctx, cancel := endedBy(ctx, withdraw)
 				defer cancel()
-				go func() {
-					select {
-					case <-withdraw:
-						cancel()
-					case <-qctx.Done():
-					}
-				}()
 				if _, err := mcpserver.Elicit(qctx, "ok", q); !errors.Is(err, context.Canceled) {
 					return nil, nil, fmt.Errorf("Elicit: %v, want it cancelled", err)
 				}
@@ -550,12 +532,7 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
 	defer resp.Body.Close()
 	var seen, questions []string // what the stream carried, in order; the ids of its questions
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
+	eachEvent(resp.Body, func(data string) {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
@@ -597,13 +574,38 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 		case string(m.ID) == "7":
 			seen = append(seen, "error "+data)
 		}
-	}
+	})
 	if len(questions) != 2 || questions[0] == questions[1] {
 		t.Fatalf("the stream carried %q; want two questions with ids of their own", seen)
 	}
 	want := []string{"question " + questions[0], "cancelled " + questions[0], "question " + questions[1], "result accept"}
 	if !slices.Equal(seen, want) {
 		t.Errorf("the tasks/result stream carried %q, want %q", seen, want)
+	}
+}
+
+// endedBy returns a child of ctx that ends when ch is closed: the
+// context of a question that the handler takes back then.
+func endedBy(ctx context.Context, ch <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// eachEvent calls fn with the data of each event of the SSE stream r, until
+// r ends.
+func eachEvent(r io.Reader, fn func(data string)) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			fn(data)
+		}
 	}
 }
 

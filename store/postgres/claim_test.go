@@ -97,6 +97,21 @@ func (c *replyCutter) relay(server, client net.Conn) {
 	}
 }
 
+// cutStores returns two stores of one schema: direct, and proxied, whose
+// one connection goes through cutter.
+func cutStores(t *testing.T) (direct, proxied *Store, cutter *replyCutter) {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	direct = open(t, dsn, nil)
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cutter = newReplyCutter(t, u.Host)
+	u.Host = cutter.ln.Addr().String()
+	return direct, open(t, u.String(), &Options{MaxConns: 1}), cutter
+}
+
 // TestClaim_LostReplyContextEnded: a claim whose reply is lost while its
 // context ends (a timeout, or Shutdown cancelling the claim loop) still
 // returns the tasks it leased: the lookups by its token run on a context
@@ -104,15 +119,7 @@ func (c *replyCutter) relay(server, client net.Conn) {
 // left the tasks leased to a worker that never ran them.
 func TestClaim_LostReplyContextEnded(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.DSN(t)
-	direct := open(t, dsn, nil)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cutter := newReplyCutter(t, u.Host)
-	u.Host = cutter.ln.Addr().String()
-	proxied := open(t, u.String(), &Options{MaxConns: 1})
+	direct, proxied, cutter := cutStores(t)
 	if err := direct.Create(context.Background(), newTask("t")); err != nil {
 		t.Fatal(err)
 	}
@@ -135,15 +142,7 @@ func TestClaim_LostReplyContextEnded(t *testing.T) {
 func TestClaim_LostReply(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	direct := open(t, dsn, nil)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cutter := newReplyCutter(t, u.Host)
-	u.Host = cutter.ln.Addr().String()
-	proxied := open(t, u.String(), &Options{MaxConns: 1})
+	direct, proxied, cutter := cutStores(t)
 
 	// fresh never ran; lost was held by a worker whose lease ran out.
 	for _, id := range []string{"fresh", "lost"} {
