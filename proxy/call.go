@@ -99,7 +99,9 @@ func (p *Proxy) call(ctx context.Context, run *engine.Run, name string, args jso
 			return nil, ferr
 		}
 		if errors.Is(context.Cause(callCtx), errUpstreamTimeout) {
-			s.cancelled()
+			if err != nil {
+				s.cancelled()
+			}
 			return nil, p.timedOut("answering tools/call %q", name)
 		}
 		if err != nil {

@@ -32,14 +32,11 @@ type proxyFlags struct {
 	pollInterval time.Duration
 	terminate    time.Duration
 	timeout      time.Duration
+	startTimeout time.Duration
 }
 
 // newProxyCmd is serve's command, serving an upstream's tools instead of
 // the built-in ones: it has every flag of serve, and the same wiring.
-// proxyStartTimeout bounds the wait for the upstream at start-up (its
-// initialize and tools/list), which --upstream-timeout bounds too.
-const proxyStartTimeout = 2 * time.Minute
-
 func newProxyCmd() *cobra.Command {
 	var sf serveFlags
 	cmd := newServeCmdWith(&sf)
@@ -105,7 +102,8 @@ others).`
 	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, fail a task once this many of its runs were lost with their worker (crashes; graceful restarts do not count)")
 	fl.DurationVar(&f.ttl, "ttl", engine.DefaultTTL, "how long a task and its result are kept after it is created")
 	fl.DurationVar(&f.pollInterval, "poll-interval", engine.DefaultPollInterval, "the polling interval (pollIntervalMs) suggested to clients")
-	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use); it bounds start-up too (connecting and listing the tools), to at most 2m")
+	fl.DurationVar(&f.timeout, "upstream-timeout", 0, "how long one call may wait for the upstream in all (to connect, and for its answers to tools/call; not the time the upstream's questions wait for answers); past it the call is cancelled upstream and its task fails, naming the upstream and the timeout (default: --ttl, since a call that outlives its task is of no use)")
+	fl.DurationVar(&f.startTimeout, "upstream-start-timeout", 2*time.Minute, "how long start-up waits for the upstream to connect and list its tools (a first \"npx -y\" may download the server); past it the proxy exits, saying so")
 	fl.DurationVar(&f.terminate, "upstream-terminate-timeout", 5*time.Second, "when a call to a stdio upstream ends, how long its process gets to exit after its stdin is closed, before SIGTERM (and as long again before SIGKILL)")
 	// Flags of serve that make no sense here.
 	for _, name := range []string{"tools", "demo", "demo-step"} {
@@ -205,6 +203,9 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 	if f.terminate <= 0 {
 		return nil, fmt.Errorf("--upstream-terminate-timeout must be positive, got %s", f.terminate)
 	}
+	if f.startTimeout <= 0 {
+		return nil, fmt.Errorf("--upstream-start-timeout must be positive, got %s", f.startTimeout)
+	}
 	if f.timeout < 0 {
 		return nil, fmt.Errorf("--upstream-timeout must be 0 (the --ttl) or more, got %s", f.timeout)
 	}
@@ -212,11 +213,9 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 		f.timeout = f.ttl
 	}
 
-	// Start-up waits for the upstream no longer than a call would, and at
-	// most proxyStartTimeout: an upstream that never answers initialize
-	// must not hang the proxy without a word.
-	start := min(f.timeout, proxyStartTimeout)
-	startCtx, cancel := context.WithTimeout(ctx, start)
+	// An upstream that never answers initialize must not hang the proxy
+	// without a word.
+	startCtx, cancel := context.WithTimeout(ctx, f.startTimeout)
 	defer cancel()
 	p, err := proxy.New(startCtx, up, &proxy.Options{
 		Mode:            sel,
@@ -227,8 +226,8 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 		ClientInfo:      &mcp.Implementation{Name: "mcptasks-proxy", Version: version},
 		Logger:          log,
 	})
-	if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-		return nil, fmt.Errorf("%w: no answer within %s at start-up (--upstream-timeout, at most %s then): is it an MCP server, and up?", err, start, proxyStartTimeout)
+	if err != nil && ctx.Err() == nil && startCtx.Err() != nil {
+		return nil, fmt.Errorf("%w: no answer within %s at start-up (--upstream-start-timeout): is it an MCP server, and up?", err, f.startTimeout)
 	}
 	if err != nil {
 		return nil, err

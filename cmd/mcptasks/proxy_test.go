@@ -551,7 +551,8 @@ func TestProxy_Usage(t *testing.T) {
 		{[]string{"--upstream-url", "http://127.0.0.1:1/mcp"}, "connection refused"},
 		{[]string{"--poll-interval", "0s", "--upstream-url", "http://127.0.0.1:1/mcp"}, "--poll-interval must be positive, got 0s"},
 		// An upstream that never answers initialize.
-		{[]string{"--upstream-timeout", "1s", "--upstream-terminate-timeout", "100ms", "--upstream", "sleep", "60"}, "no answer within 1s at start-up (--upstream-timeout, at most 2m0s then)"},
+		{[]string{"--upstream-start-timeout", "1s", "--upstream-terminate-timeout", "100ms", "--upstream", "sleep", "60"}, "no answer within 1s at start-up (--upstream-start-timeout)"},
+		{[]string{"--upstream-start-timeout", "0s", "--upstream", "x"}, "--upstream-start-timeout must be positive, got 0s"},
 		// serve's flags are checked before the upstream is reached.
 		{[]string{"--max-body-bytes", "0", "--upstream-url", "http://127.0.0.1:1/mcp"}, "--max-body-bytes must be positive"},
 	} {

@@ -109,6 +109,10 @@ const claimedSQL = `SELECT ` + columns + `, coalesce((
 // after 100 ms, then 200 ms.
 const claimLookups = 3
 
+// claimLookupTimeout bounds the reads of claimed together, which do not
+// end with the claim's context (a Shutdown's deadline waits for them).
+const claimLookupTimeout = 2 * time.Second
+
 // Claim implements [store.Store]. It is one statement; see claimSQL. If
 // the statement fails, the claim may have committed all the same (the
 // connection broke after COMMIT): the tasks it leased are looked up by
@@ -119,6 +123,9 @@ const claimLookups = 3
 func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed, error) {
 	if p.Tools != nil && len(p.Tools) == 0 {
 		return nil, nil // no tool matches, as in store.Claimable
+	}
+	if err := ctx.Err(); err != nil { // nothing sent: nothing to look up
+		return nil, fmt.Errorf("postgres: claim: %w", err)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -133,7 +140,7 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	// committed. A statement cut so may also still be running: then an
 	// empty lookup is not the end.
 	cut := ctx.Err() != nil
-	lctx, lcancel := s.bound(context.WithoutCancel(ctx))
+	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), claimLookupTimeout)
 	defer lcancel()
 	for i := range claimLookups {
 		if i > 0 {
