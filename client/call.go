@@ -64,18 +64,38 @@ type CallResult struct {
 // that was on the wire when ctx ended or the program did): then
 // [Client.Pending] lists it and [Client.Resend] sends it again with its key.
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
-	return c.callTool(ctx, name, args, c.opts.InputHandler, nil)
+	return c.callTool(ctx, name, args, c.opts.InputHandler, nil, "")
+}
+
+// CallToolWithKey is CallTool with the idempotency key given rather than
+// a new one. A program that may make a call again after it lost the
+// outcome of the first (a restart, a re-run of its own work) derives key
+// from what identifies the call: a server that honours keys then answers
+// with the task the first call made, while that task lives (its TTL) and
+// for the same principal, instead of making a second one. A server that
+// does not honour keys, or speaks 2025-11-25 (whose requests carry no
+// key), runs the call again.
+func (c *Client) CallToolWithKey(ctx context.Context, key, name string, args any) (*CallResult, error) {
+	if key == "" {
+		return nil, fmt.Errorf("tools/call %s: the idempotency key is empty", name)
+	}
+	return c.callTool(ctx, name, args, c.opts.InputHandler, nil, key)
 }
 
 // callTool is CallTool with the InputHandler h of its MRTR rounds; it
-// sends the pending create resend again, if not nil (args are its Args).
-func (c *Client) callTool(ctx context.Context, name string, args any, h InputHandler, resend *Entry) (res *CallResult, err error) {
+// sends the pending create resend again, if not nil (args are its Args),
+// and else carries the idempotency key given, if not "".
+func (c *Client) callTool(ctx context.Context, name string, args any, h InputHandler, resend *Entry, given string) (res *CallResult, err error) {
 	p := map[string]any{"name": name}
 	key := ""
 	if !c.noTasks {
-		key = newKey()
-		if resend != nil {
+		switch {
+		case resend != nil:
 			key = resend.IdempotencyKey
+		case given != "":
+			key = given
+		default:
+			key = newKey()
 		}
 		p["_meta"] = map[string]string{task.MetaIdempotencyKey: key}
 	}
@@ -104,9 +124,10 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		return nil, err
 	}
 	if leg == nil && k.keyed && c.opts.Journal != nil {
-		// A resent call may have made its task before: its outcome is
-		// unknown until the server answers with the task.
-		unknown := resend != nil
+		// A resent call, or one with a key of the caller's, may have
+		// made its task before: its outcome is unknown until the server
+		// answers with the task.
+		unknown := resend != nil || given != ""
 		k.unknown = &unknown
 		pending := resend
 		if pending == nil {

@@ -1040,3 +1040,28 @@ func TestTransportError_Redacted(t *testing.T) {
 		t.Errorf("the error's text does not name the server: %s", err)
 	}
 }
+
+// TestCallToolWithKey: a call made again with the idempotency key of the
+// first gets the task the first made, as a program that re-runs its work
+// after a restart needs; another key makes another task.
+func TestCallToolWithKey(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	ctx := testContext(t)
+	c := newClient(s, nil)
+	args := map[string]any{"seconds": 60}
+	first, err := c.CallToolWithKey(ctx, "job-1", "slow_compute", args)
+	if err != nil || first.Task == nil {
+		t.Fatalf("CallToolWithKey: %+v, %v; want a task", first, err)
+	}
+	again, err := newClient(s, nil).CallToolWithKey(ctx, "job-1", "slow_compute", args)
+	if err != nil || again.Task == nil || again.Task.ID != first.Task.ID {
+		t.Fatalf("the same call with the same key: %+v, %v; want task %s", again, err, first.Task.ID)
+	}
+	other, err := c.CallToolWithKey(ctx, "job-2", "slow_compute", args)
+	if err != nil || other.Task == nil || other.Task.ID == first.Task.ID {
+		t.Fatalf("another key: %+v, %v; want another task", other, err)
+	}
+	if _, err := c.CallToolWithKey(ctx, "", "slow_compute", args); err == nil {
+		t.Error("CallToolWithKey with an empty key succeeded")
+	}
+}

@@ -222,7 +222,7 @@ func (c *Client) Resend(ctx context.Context, e Entry) (*CallResult, error) {
 	if len(e.Args) > 0 {
 		args = e.Args
 	}
-	res, err := c.callTool(ctx, e.Tool, args, c.opts.InputHandler, &e)
+	res, err := c.callTool(ctx, e.Tool, args, c.opts.InputHandler, &e, "")
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", what, err)
 	}

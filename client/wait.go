@@ -143,7 +143,7 @@ func sameStatus(a, b *TaskStatus) bool {
 // progress.
 func (c *Client) CallAndWait(ctx context.Context, name string, args any, opts ...WaitOption) (*mcp.CallToolResult, error) {
 	w := newWaitConfig(opts)
-	res, err := c.callTool(ctx, name, args, w.handler(c), nil)
+	res, err := c.callTool(ctx, name, args, w.handler(c), nil, "")
 	if res == nil || res.Task == nil {
 		if err != nil {
 			return nil, err

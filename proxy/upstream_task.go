@@ -66,9 +66,13 @@ func (p *Proxy) closeClient(ctx context.Context, c *client.Client) {
 // makes the call a task, the call follows it to its end, and the
 // upstream's questions become this task's (as in call). The upstream
 // timeout bounds the call as it bounds call, the waits for answers left
-// out. A call that ends before the upstream's task did (stopped, timed
-// out, released to another worker, a question it cannot forward) cancels
-// that task: a re-run makes a new one, and none is left running.
+// out. The call's idempotency key is derived from this task's id: a re-run
+// of the task (--rerun, after a crash or a graceful restart) gets the
+// upstream's task that an earlier run made, from an upstream that honours
+// keys, and follows it, rather than running the work twice. A call that
+// ends before the upstream's task did cancels that task, unless a re-run
+// is to follow it (the run was left to another worker, and the tool is
+// re-run).
 func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	callCtx, endCall := context.WithCancelCause(ctx) // ctx's values: ElicitAll reads the task's call
 	defer endCall(nil)
@@ -96,7 +100,13 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`)
 	}
-	cr, err := c.CallTool(callCtx, name, args)
+	var cr *client.CallResult
+	var err error
+	if run.InTask() {
+		cr, err = c.CallToolWithKey(callCtx, upstreamKeyPrefix+run.ID(), name, args)
+	} else {
+		cr, err = c.CallTool(callCtx, name, args)
+	}
 	if err != nil {
 		return nil, p.taskCallError(ctx, callCtx, a, "calling", name, err)
 	}
@@ -106,7 +116,7 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 	p.log.Debug("following the upstream's task", "tool", name, "task", run.ID(), "upstream_task", cr.Task.ID)
 	res, err := cr.Task.Wait(callCtx)
 	var te *client.TaskError
-	if err != nil && !errors.As(err, &te) { // the upstream's task did not end
+	if err != nil && !errors.As(err, &te) && !p.leftForRerun(ctx, a) { // the upstream's task did not end
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), upstreamCancelTimeout)
 		if cerr := cr.Task.Cancel(cctx); cerr != nil {
 			p.log.Warn("cancelling the upstream's task", "upstream_task", cr.Task.ID, "err", p.up.redacted(cerr))
@@ -117,6 +127,22 @@ func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args
 		return nil, p.taskCallError(ctx, callCtx, a, "following", name, err)
 	}
 	return res, nil
+}
+
+// upstreamKeyPrefix starts the idempotency key of a task's call to an
+// upstream that serves tasks; the task's id follows.
+const upstreamKeyPrefix = "mcptasks-proxy/"
+
+// leftForRerun reports whether a call ended only because its run left the
+// task to another worker (a shutdown, a lost lease, a release while a
+// question waited) that runs it again: the re-run follows the same
+// upstream task, found by the call's key, which must then go on.
+func (p *Proxy) leftForRerun(ctx context.Context, a *asker) bool {
+	if !p.opts.Retry.Rerun {
+		return false
+	}
+	cause := context.Cause(ctx)
+	return errors.Is(cause, engine.ErrShutdown) || errors.Is(cause, engine.ErrLeaseLost) || errors.Is(a.failure(), engine.ErrReleased)
 }
 
 // taskCallError turns an error of callTask into the error that fails the

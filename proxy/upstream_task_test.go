@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -312,12 +313,29 @@ func waitAsked(t *testing.T, ctx context.Context, tk *client.Task) {
 }
 
 // TestProxyTaskUpstream_Released: a call released to another worker while
-// the upstream's question waits (a drain, under Retry.Rerun) cancels the
-// upstream's task, which a re-run would otherwise leave running beside the
-// one it makes.
+// the upstream's question waits (a drain, under Retry.Rerun) leaves the
+// upstream's task going, and the re-run (here a second server on the same
+// store, as another replica) follows that task, found again by the call's
+// idempotency key: the upstream does the work once. Before, the release
+// cancelled the upstream's task and the re-run made a second one; after a
+// crash, the first ran on beside it.
 func TestProxyTaskUpstream_Released(t *testing.T) {
 	upStore, upURL := startTaskUpstream(t, nil, nil)
-	c, srv := startProxy(t, upURL, client.ProtocolVersion, &proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
+	st := memory.New()
+	serve := func() (*client.Client, *mcpserver.Server) {
+		p, err := proxy.New(t.Context(), &proxy.Upstream{URL: upURL, ProtocolVersion: client.ProtocolVersion},
+			&proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"},
+			&mcpserver.Options{Store: st, Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond}})
+		if err := p.Register(srv); err != nil {
+			t.Fatal(err)
+		}
+		return client.New(serveHTTP(t, srv), &client.Options{MinPollInterval: 10 * time.Millisecond}), srv
+	}
+	c, srv := serve()
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
 	cr, err := c.CallTool(ctx, "export_report", map[string]any{"rows": 3})
@@ -328,7 +346,41 @@ func TestProxyTaskUpstream_Released(t *testing.T) {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waitUpstream(t, upStore, "export_report", `"rows":3`, task.Cancelled)
+
+	c2, _ := serve()
+	tk := c2.Task(cr.Task.ID)
+	waitAsked(t, ctx, tk)
+	st2, err := tk.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answers := map[string]any{}
+	for key := range st2.InputRequests {
+		answers[key] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"overwrite": true}}
+	}
+	if err := tk.Update(ctx, answers); err != nil {
+		t.Fatal(err)
+	}
+	res, err := tk.Wait(ctx)
+	if err != nil {
+		t.Fatalf("the re-run: %v; want the upstream's result", err)
+	}
+	if got := resultText(res); got != "Wrote 3 rows to report.csv" {
+		t.Fatalf("the re-run's result %q; want the upstream's", got)
+	}
+	page, err := upStore.List(context.Background(), store.ListParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []task.Status
+	for _, r := range page.Tasks {
+		if r.Tool == "export_report" {
+			runs = append(runs, r.Status)
+		}
+	}
+	if !slices.Equal(runs, []task.Status{task.Completed}) {
+		t.Errorf("the upstream's export_report tasks: %v; want one, completed", runs)
+	}
 }
 
 // TestProxyTaskUpstream_Sessions: each call to a 2025-11-25 upstream ends
