@@ -72,9 +72,13 @@ func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResu
 // outcome of the first (a restart, a re-run of its own work) derives key
 // from what identifies the call: a server that honours keys then answers
 // with the task the first call made, while that task lives (its TTL) and
-// for the same principal, instead of making a second one. A server that
-// does not honour keys, or speaks 2025-11-25 (whose requests carry no
-// key), runs the call again.
+// for the same principal, instead of making a second one. The same key
+// with another tool or other arguments is refused while that task lives
+// (an error wrapping [ErrInvalidParams]); a key is 1 to 255 printable
+// ASCII characters. A server that does not honour keys, one that speaks
+// 2025-11-25 (whose requests carry no key), or a client without the
+// Tasks extension runs the call again. Two calls must not share a key at
+// once.
 func (c *Client) CallToolWithKey(ctx context.Context, key, name string, args any) (*CallResult, error) {
 	if key == "" {
 		return nil, fmt.Errorf("tools/call %s: the idempotency key is empty", name)
@@ -124,10 +128,9 @@ func (c *Client) callTool(ctx context.Context, name string, args any, h InputHan
 		return nil, err
 	}
 	if leg == nil && k.keyed && c.opts.Journal != nil {
-		// A resent call, or one with a key of the caller's, may have
-		// made its task before: its outcome is unknown until the server
-		// answers with the task.
-		unknown := resend != nil || given != ""
+		// A resent call may have made its task before: its outcome is
+		// unknown until the server answers with the task.
+		unknown := resend != nil
 		k.unknown = &unknown
 		pending := resend
 		if pending == nil {

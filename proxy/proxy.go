@@ -121,6 +121,9 @@ type Proxy struct {
 	// taskProtocol is the protocol of an HTTP upstream that serves tasks
 	// of its own ("" when it does not): calls then go through callTask.
 	taskProtocol string
+	// honoursKeys: that upstream honours idempotency keys, so that a
+	// re-run finds the upstream task an earlier run made (see callTask).
+	honoursKeys bool
 }
 
 // New connects to the upstream, reads its instructions and lists all its

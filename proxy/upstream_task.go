@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcptasks/mcptasks/client"
 	"github.com/mcptasks/mcptasks/engine"
+	"github.com/mcptasks/mcptasks/task"
 )
 
 // upstreamCancelTimeout bounds the tasks/cancel sent to the upstream when
@@ -33,7 +34,12 @@ func (p *Proxy) probeTasks(ctx context.Context) {
 	}
 	if serves {
 		p.taskProtocol, _ = c.Protocol(ctx)
-		p.log.Info("upstream serves tasks; following them", "upstream", p.name, "protocolVersion", p.taskProtocol)
+		if p.taskProtocol == client.ProtocolVersion {
+			if d, err := c.Discover(ctx); err == nil && d.Capabilities != nil {
+				_, p.honoursKeys = d.Capabilities.Experimental[task.MetaIdempotencyKey]
+			}
+		}
+		p.log.Info("upstream serves tasks; following them", "upstream", p.name, "protocolVersion", p.taskProtocol, "idempotencyKeys", p.honoursKeys)
 	}
 }
 
@@ -69,10 +75,13 @@ func (p *Proxy) closeClient(ctx context.Context, c *client.Client) {
 // out. The call's idempotency key is derived from this task's id: a re-run
 // of the task (--rerun, after a crash or a graceful restart) gets the
 // upstream's task that an earlier run made, from an upstream that honours
-// keys, and follows it, rather than running the work twice. A call that
-// ends before the upstream's task did cancels that task, unless a re-run
-// is to follow it (the run was left to another worker, and the tool is
-// re-run).
+// keys (2026-07-28, such as mcptasks), and follows it, rather than running
+// the work twice. A call that ends before the upstream's task did cancels
+// that task, unless a re-run is to follow it (the run was left to another
+// worker, the tool is re-run, and the upstream honours keys). A re-run
+// that never comes (the task's attempts used up, or the task cancelled
+// before another worker claimed it) leaves the upstream's task to end on
+// its own.
 func (p *Proxy) callTask(ctx context.Context, run *engine.Run, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	callCtx, endCall := context.WithCancelCause(ctx) // ctx's values: ElicitAll reads the task's call
 	defer endCall(nil)
@@ -138,10 +147,13 @@ const upstreamKeyPrefix = "mcptasks-proxy/"
 // question waited) that runs it again: the re-run follows the same
 // upstream task, found by the call's key, which must then go on.
 func (p *Proxy) leftForRerun(ctx context.Context, a *asker) bool {
-	if !p.opts.Retry.Rerun {
-		return false
+	if !p.opts.Retry.Rerun || !p.honoursKeys {
+		return false // no re-run, or one that would not find the task
 	}
 	cause := context.Cause(ctx)
+	if errors.Is(cause, engine.ErrCancelRequested) {
+		return false
+	}
 	return errors.Is(cause, engine.ErrShutdown) || errors.Is(cause, engine.ErrLeaseLost) || errors.Is(a.failure(), engine.ErrReleased)
 }
 

@@ -318,68 +318,80 @@ func waitAsked(t *testing.T, ctx context.Context, tk *client.Task) {
 // store, as another replica) follows that task, found again by the call's
 // idempotency key: the upstream does the work once. Before, the release
 // cancelled the upstream's task and the re-run made a second one; after a
-// crash, the first ran on beside it.
+// crash, the first ran on beside it. A 2025-11-25 upstream knows no keys:
+// its task is cancelled at the release, as before, not left running.
 func TestProxyTaskUpstream_Released(t *testing.T) {
-	upStore, upURL := startTaskUpstream(t, nil, nil)
-	st := memory.New()
-	serve := func() (*client.Client, *mcpserver.Server) {
-		p, err := proxy.New(t.Context(), &proxy.Upstream{URL: upURL, ProtocolVersion: client.ProtocolVersion},
-			&proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"},
-			&mcpserver.Options{Store: st, Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond}})
-		if err := p.Register(srv); err != nil {
-			t.Fatal(err)
-		}
-		return client.New(serveHTTP(t, srv), &client.Options{MinPollInterval: 10 * time.Millisecond}), srv
-	}
-	c, srv := serve()
-	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
-	defer cancel()
-	cr, err := c.CallTool(ctx, "export_report", map[string]any{"rows": 3})
-	if err != nil || cr.Task == nil {
-		t.Fatalf("CallTool: %+v, %v", cr, err)
-	}
-	waitAsked(t, ctx, cr.Task)
-	if err := srv.Shutdown(ctx); err != nil {
-		t.Fatal(err)
-	}
+	for _, tt := range []struct {
+		version string
+		want    []task.Status // the upstream's export_report tasks, sorted
+	}{
+		{client.ProtocolVersion, []task.Status{task.Completed}},
+		{client.LegacyProtocolVersion, []task.Status{task.Cancelled, task.Completed}},
+	} {
+		t.Run(tt.version, func(t *testing.T) {
+			upStore, upURL := startTaskUpstream(t, nil, nil)
+			st := memory.New()
+			serve := func() (*client.Client, *mcpserver.Server) {
+				p, err := proxy.New(t.Context(), &proxy.Upstream{URL: upURL, ProtocolVersion: tt.version},
+					&proxy.Options{Retry: engine.RetryPolicy{Rerun: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"},
+					&mcpserver.Options{Store: st, Engine: &engine.Options{Workers: 4, DefaultPollInterval: 10 * time.Millisecond}})
+				if err := p.Register(srv); err != nil {
+					t.Fatal(err)
+				}
+				return client.New(serveHTTP(t, srv), &client.Options{MinPollInterval: 10 * time.Millisecond}), srv
+			}
+			c, srv := serve()
+			ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+			defer cancel()
+			cr, err := c.CallTool(ctx, "export_report", map[string]any{"rows": 3})
+			if err != nil || cr.Task == nil {
+				t.Fatalf("CallTool: %+v, %v", cr, err)
+			}
+			waitAsked(t, ctx, cr.Task)
+			if err := srv.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
 
-	c2, _ := serve()
-	tk := c2.Task(cr.Task.ID)
-	waitAsked(t, ctx, tk)
-	st2, err := tk.Get(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answers := map[string]any{}
-	for key := range st2.InputRequests {
-		answers[key] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"overwrite": true}}
-	}
-	if err := tk.Update(ctx, answers); err != nil {
-		t.Fatal(err)
-	}
-	res, err := tk.Wait(ctx)
-	if err != nil {
-		t.Fatalf("the re-run: %v; want the upstream's result", err)
-	}
-	if got := resultText(res); got != "Wrote 3 rows to report.csv" {
-		t.Fatalf("the re-run's result %q; want the upstream's", got)
-	}
-	page, err := upStore.List(context.Background(), store.ListParams{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var runs []task.Status
-	for _, r := range page.Tasks {
-		if r.Tool == "export_report" {
-			runs = append(runs, r.Status)
-		}
-	}
-	if !slices.Equal(runs, []task.Status{task.Completed}) {
-		t.Errorf("the upstream's export_report tasks: %v; want one, completed", runs)
+			c2, _ := serve()
+			tk := c2.Task(cr.Task.ID)
+			waitAsked(t, ctx, tk)
+			st2, err := tk.Get(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answers := map[string]any{}
+			for key := range st2.InputRequests {
+				answers[key] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"overwrite": true}}
+			}
+			if err := tk.Update(ctx, answers); err != nil {
+				t.Fatal(err)
+			}
+			res, err := tk.Wait(ctx)
+			if err != nil {
+				t.Fatalf("the re-run: %v; want the upstream's result", err)
+			}
+			if got := resultText(res); got != "Wrote 3 rows to report.csv" {
+				t.Fatalf("the re-run's result %q; want the upstream's", got)
+			}
+			page, err := upStore.List(context.Background(), store.ListParams{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runs []task.Status
+			for _, r := range page.Tasks {
+				if r.Tool == "export_report" {
+					runs = append(runs, r.Status)
+				}
+			}
+			slices.Sort(runs)
+			if !slices.Equal(runs, tt.want) {
+				t.Errorf("the upstream's export_report tasks: %v; want %v", runs, tt.want)
+			}
+		})
 	}
 }
 
