@@ -361,8 +361,10 @@ func (s *Server) legacyCall(lr *legacyRequest) bool {
 	}
 	if t == nil || t.taskSupport() == "" {
 		advice := "; call it without params.task"
-		if t != nil && t.asksFor() != "" {
-			advice = ": it " + t.asksFor() + "; call it with a 2026-07-28 client"
+		if t != nil {
+			if asks := t.asksFor(); asks != "" {
+				advice = ": it " + asks + "; call it with a 2026-07-28 client"
+			}
 		}
 		writeError(lr.w, http.StatusOK, lr.msg.ID, codeMethodNotFound,
 			"Tool "+p.Name+" does not support task augmentation (taskSupport: forbidden)"+advice)

@@ -92,6 +92,15 @@ func (s *legacySession) open(ctx context.Context, msg string) *http.Response {
 	return resp
 }
 
+// result opens a tasks/result of task id (request id 7) in the session,
+// to read as a stream for at most 30 s.
+func (s *legacySession) result(id string) *http.Response {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.t.Context(), 30*time.Second)
+	s.t.Cleanup(cancel)
+	return s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
+}
+
 // call sends one request in the session and returns its reply.
 func (s *legacySession) call(method, params string) *rpcReply {
 	s.t.Helper()
@@ -460,9 +469,7 @@ func TestLegacyResult_QuestionTakenBack(t *testing.T) {
 	s := initializeWith(t, c, "", `{"elicitation":{}}`)
 	id := s.callTask(`{"name":"ask_then_go_on","arguments":{},"task":{}}`)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
+	resp := s.result(id)
 	defer resp.Body.Close()
 	var seen []string // what the stream carried, in order
 	eachEvent(resp.Body, func(data string) {
@@ -527,9 +534,7 @@ func TestLegacyResult_QuestionAskedAgain(t *testing.T) {
 	s := initializeWith(t, c, "", `{"elicitation":{}}`)
 	id := s.callTask(`{"name":"ask_twice","arguments":{},"task":{}}`)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	resp := s.open(ctx, `{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
+	resp := s.result(id)
 	defer resp.Body.Close()
 	var seen, questions []string // what the stream carried, in order; the ids of its questions
 	eachEvent(resp.Body, func(data string) {

@@ -211,15 +211,11 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 	defer rows.Close()
 	// By id and attempt: a lease of an earlier attempt of a task, named
 	// beside the current one, is lost.
-	type lease struct {
-		id      string
-		attempt int
-	}
-	held := make(map[lease]store.LeaseState, len(p.Leases))
+	held := make(map[store.Lease]store.LeaseState, len(p.Leases))
 	for rows.Next() {
-		var l lease
+		var l store.Lease
 		var st store.LeaseState
-		if err := rows.Scan(&l.id, &l.attempt, &st.CancelRequested, &st.Answered); err != nil {
+		if err := rows.Scan(&l.ID, &l.Attempt, &st.CancelRequested, &st.Answered); err != nil {
 			return nil, fmt.Errorf("postgres: heartbeat: %w", err)
 		}
 		held[l] = st
@@ -229,7 +225,7 @@ func (s *Store) HeartbeatMany(ctx context.Context, p store.HeartbeatManyParams) 
 	}
 	out := make([]store.LeaseState, len(p.Leases))
 	for i, l := range p.Leases {
-		st, ok := held[lease{l.ID, l.Attempt}]
+		st, ok := held[l]
 		out[i] = st
 		out[i].Lost = !ok
 	}

@@ -35,7 +35,12 @@
       return null;
     }
     var k = el.getAttribute("data-focus-key");
-    return k ? '[data-focus-key="' + CSS.escape(k) + '"]' : el.id ? "#" + CSS.escape(el.id) : null;
+    return k ? keyed("", k) : el.id ? "#" + CSS.escape(el.id) : null;
+  }
+  // keyed returns the selector of the elements of tag (any, if "") whose
+  // data-focus-key is k.
+  function keyed(tag, k) {
+    return tag + '[data-focus-key="' + CSS.escape(k) + '"]';
   }
   function signIn() {
     window.location.assign("/login?next=" + encodeURIComponent(window.location.pathname + window.location.search));
@@ -113,7 +118,7 @@
       });
       live.innerHTML = e.data;
       opened.forEach(function (k) {
-        var el = live.querySelector('summary[data-focus-key="' + CSS.escape(k) + '"]');
+        var el = live.querySelector(keyed("summary", k));
         if (el) {
           el.parentNode.open = true;
         }
