@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -133,6 +134,14 @@ func TestTrace_ServerSpans(t *testing.T) {
 				wantServerSpan(t, sr, "tasks/get", created.TaskID, tt.want, tt.link)
 				send("tasks/update", created.TaskID, `"taskId":`+id+`,"inputResponses":{}`)
 				wantServerSpan(t, sr, "tasks/update", created.TaskID, tt.want, tt.link)
+				// A worker runs the task before it is cancelled: a task
+				// still queued (the create found no free slot, as under
+				// load) is cancelled at once, and no worker span is made.
+				for deadline := time.Now().Add(waitTimeout); !spanStarted(sr, "task slow_compute"); time.Sleep(10 * time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("no worker ran the task")
+					}
+				}
 				send("tasks/cancel", created.TaskID, `"taskId":`+id)
 				wantServerSpan(t, sr, "tasks/cancel", created.TaskID, tt.want, tt.link)
 				c.waitStatus(t, "", created.TaskID, "cancelled", nil)
@@ -207,6 +216,16 @@ func wantWorkerSpan(t *testing.T, sr *tracetest.SpanRecorder, creator trace.Span
 		return
 	}
 	t.Errorf("no worker span %q ended", "task slow_compute")
+}
+
+// spanStarted reports whether sr has seen a span of that name start.
+func spanStarted(sr *tracetest.SpanRecorder, name string) bool {
+	for _, s := range sr.Started() {
+		if s.Name() == name {
+			return true
+		}
+	}
+	return false
 }
 
 // TestTrace_Off: without a TracerProvider, a tools/call with a traceparent
