@@ -13,6 +13,61 @@ import (
 	"github.com/mcptasks/mcptasks/task"
 )
 
+// bodyChunk is what a request takes from the in-flight budget before its
+// body arrives, at most (less when its Content-Length says less): the
+// buffer that the usual body is read into in one allocation.
+const bodyChunk = 16 << 10
+
+// errBodyBusy ends the read of a body whose bytes no longer fit the
+// in-flight budget.
+var errBodyBusy = errors.New("request bytes in flight beyond the budget")
+
+// readBody reads r's body, at most Options.MaxBodyBytes of it, into a
+// buffer that grows as the bytes arrive (doubling, up to the declared
+// Content-Length), and takes the buffer's size from h as it grows. It
+// returns errBodyBusy when the budget has no room for it, and a
+// *http.MaxBytesError for a body past the bound (at once when its
+// Content-Length says so). Reserving a declared Content-Length before
+// reading let a few connections that declared large bodies and sent one
+// byte hold the whole budget, and so refuse every other request, for as
+// long as the read timeout let them.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, h *held) ([]byte, error) {
+	most := s.opts.MaxBodyBytes
+	if r.ContentLength > most {
+		return nil, &http.MaxBytesError{Limit: most}
+	}
+	if r.ContentLength >= 0 {
+		most = r.ContentLength
+	}
+	rd := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	var body []byte
+	for {
+		if len(body) == cap(body) && int64(cap(body)) < most {
+			n := min(max(2*int64(cap(body)), bodyChunk), most)
+			if !h.take(n - int64(cap(body))) {
+				return nil, errBodyBusy
+			}
+			body = append(make([]byte, 0, n), body...)
+		}
+		var n int
+		var err error
+		if len(body) < cap(body) {
+			n, err = rd.Read(body[len(body):cap(body)])
+		} else { // all that may come has: only the end, or too much, follows
+			var b [1]byte
+			_, err = rd.Read(b[:])
+		}
+		body = body[:len(body)+n]
+		if err != nil {
+			h.keep(int64(len(body)))
+			if err == io.EOF {
+				return body, nil
+			}
+			return nil, err
+		}
+	}
+}
+
 // guard checks what go-sdk does not, before anything else runs: the
 // request's Origin (else HTTP 403, see checkOrigin), its principal (an
 // empty one gets HTTP 500: see Options.Principal), the limits on the work
@@ -40,32 +95,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// §2.12), where go-sdk would refuse the request.
 		r.Header.Del("Last-Event-ID")
 		// The body's bytes come out of the in-flight budget until the
-		// request is answered: its Content-Length, or the largest body
-		// allowed when it has none, until it is read.
+		// request is answered, as they arrive: a body that a client
+		// declares and never sends holds no more than its first
+		// bodyChunk (see readBody).
 		h := &held{b: s.inflight}
-		want := s.opts.MaxBodyBytes
-		if r.ContentLength >= 0 {
-			want = min(r.ContentLength, want)
-		}
-		if !h.take(want) {
-			writeBusy(w, nil, "Server busy: too many request bytes in flight; try again")
-			return
-		}
 		defer h.release()
-		// Sized from Content-Length, so that the usual body is read in one
-		// allocation; MaxBytesReader bounds it whatever the header says.
-		size := min(max(r.ContentLength, 0), s.opts.MaxBodyBytes) + bytes.MinRead
-		buf := bytes.NewBuffer(make([]byte, 0, size))
-		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-		body := buf.Bytes()
-		h.keep(int64(len(body)))
+		body, err := s.readBody(w, r, h)
 		if err != nil {
 			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
+			switch {
+			case errors.Is(err, errBodyBusy):
+				writeBusy(w, nil, "Server busy: too many request bytes in flight; try again")
+			case errors.As(err, &tooBig):
 				writeError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, "Request body too large")
-				return
+			default:
+				writeError(w, http.StatusBadRequest, nil, codeParseError, "Cannot read request body")
 			}
-			writeError(w, http.StatusBadRequest, nil, codeParseError, "Cannot read request body")
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -17,11 +17,11 @@ import (
 const DefaultMaxInflightBytes = 64 << 20
 
 // budget is the bytes that all the requests handled at once may hold:
-// each one takes its body's size before it reads it and, for a reply that
-// carries a task (tasks/get, a 2025-11-25 tasks/result), the task's size
-// before it encodes the reply, and gives both back when it is done. A
-// request that does not fit is refused at once (HTTP 503 with
-// Retry-After before its body is read; a -32603 "busy" error for a
+// each one takes its body's bytes as they arrive (see readBody) and, for a
+// reply that carries a task (tasks/get, a 2025-11-25 tasks/result), the
+// task's size before it encodes the reply, and gives both back when it is
+// done. A request that does not fit is refused at once (HTTP 503 with
+// Retry-After while its body is read; a -32603 "busy" error for a
 // tasks/get): waiting would hold the memory the budget is for. Two
 // replies wait instead, read again after busyRetry, as an error would
 // mean what it must not: a 2025-11-25 tasks/result, whose error a client

@@ -25,7 +25,7 @@ import (
 // TestMaxInflightBytes checks the budget of bytes in flight, through the
 // fast path and through go-sdk: while one request holds most of it (a
 // body that is still arriving), a request whose body does not fit is
-// refused with HTTP 503, Retry-After and -32603 before it is read, and a
+// refused with HTTP 503, Retry-After and -32603, and a
 // tasks/get whose task does not fit gets -32603; once the first request is
 // done, both go through.
 func TestMaxInflightBytes(t *testing.T) {
@@ -86,13 +86,14 @@ func TestMaxInflightBytes(t *testing.T) {
 				return call("tasks/get", created.TaskID, `"taskId":"`+created.TaskID+`"`)
 			}
 
-			// A request that holds 64 KiB while its body arrives.
+			// A request that holds 64 KiB while the last byte of its body
+			// has yet to arrive.
 			slow := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{` + meta + `,"name":"keep","arguments":{"data":"z"}}}`
 			slow += strings.Repeat(" ", maxBody-len(slow))
 			// Written on a connection of its own, so that the server has its
-			// headers and first byte at once (an HTTP client may buffer
-			// them), once the create above has given its share back (it
-			// does so a moment after its reply).
+			// headers and body at once (an HTTP client may buffer them),
+			// once the create above has given its share back (it does so a
+			// moment after its reply).
 			waitInflight := func(want int64) {
 				t.Helper()
 				for deadline := time.Now().Add(5 * time.Second); mcpserver.InflightBytes(srv) != want; time.Sleep(time.Millisecond) {
@@ -109,11 +110,11 @@ func TestMaxInflightBytes(t *testing.T) {
 			}
 			defer conn.Close()
 			if _, err := fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-				"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: keep\r\nContent-Length: %d\r\n\r\n%s", addr, maxBody, slow[:1]); err != nil {
+				"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: keep\r\nContent-Length: %d\r\n\r\n%s", addr, maxBody, slow[:maxBody-1]); err != nil {
 				t.Fatal(err)
 			}
-			// Once the server has the first request's headers, it holds
-			// 64 KiB until the rest of the body arrives.
+			// Once the server has read what was sent, it holds the buffer
+			// of the declared length until the rest of the body arrives.
 			waitInflight(maxBody)
 			status, retry, m := call("tools/call", "keep", `"name":"keep","arguments":{"data":"`+strings.Repeat("y", 40<<10)+`"}`)
 			if status != http.StatusServiceUnavailable || retry == "" || !strings.Contains(string(m["error"]), `"code":-32603`) {
@@ -123,7 +124,7 @@ func TestMaxInflightBytes(t *testing.T) {
 				t.Errorf("tasks/get of a 60 KiB task beside 64 KiB in flight: HTTP %d, %s %s; want -32603 busy", status, m["error"], m["result"])
 			}
 
-			if _, err := conn.Write([]byte(slow[1:])); err != nil { // the first request ends
+			if _, err := conn.Write([]byte(slow[maxBody-1:])); err != nil { // the first request ends
 				t.Fatal(err)
 			}
 			if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusOK {
@@ -145,10 +146,10 @@ func TestMaxInflightBytes(t *testing.T) {
 	}
 }
 
-// holdInflight makes a request that holds n bytes of c's in-flight budget
-// while its body arrives (it never does), and returns once the server
-// holds them; the bytes are given back when the test ends or release is
-// called.
+// holdInflight makes a request that holds n bytes of c's in-flight budget:
+// it sends all but the last byte of a body of n bytes, which never comes,
+// and returns once the server holds them; the bytes are given back when
+// the test ends or release is called.
 func holdInflight(t *testing.T, c *testClient, n int64) (release func()) {
 	t.Helper()
 	before := mcpserver.InflightBytes(c.srv)
@@ -159,7 +160,7 @@ func holdInflight(t *testing.T, c *testClient, n int64) (release func()) {
 	}
 	t.Cleanup(func() { conn.Close() })
 	if _, err := fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
-		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: %d\r\n\r\n{", addr, n); err != nil {
+		"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: %d\r\n\r\n{%s", addr, n, strings.Repeat(" ", int(n-2))); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); mcpserver.InflightBytes(c.srv) < before+n; time.Sleep(time.Millisecond) {
@@ -280,5 +281,132 @@ func TestListen_NoticeHeldInBudget(t *testing.T) {
 	m := decodeListen(t, s.next(t))
 	if m.Params.Status != "completed" || len(m.Params.Result) < size {
 		t.Fatalf("want the completed notice with its result once the budget is free, got status %q and %d bytes of result", m.Params.Status, len(m.Params.Result))
+	}
+}
+
+// TestInflight_BodyTakenAsItArrives: a request holds the in-flight bytes
+// of its body as they arrive, not those its Content-Length declares.
+// Before, a few connections that declared the largest body and sent one
+// byte held the whole budget, and every other request got HTTP 503 for as
+// long as the read timeout let them wait. A body whose bytes arrive past
+// the budget is still refused with 503 and Retry-After.
+func TestInflight_BodyTakenAsItArrives(t *testing.T) {
+	const maxBody = 1 << 20
+	srv := mcpserver.New(&mcp.Implementation{Name: "inflight", Version: "1"}, &mcpserver.Options{
+		MaxBodyBytes: maxBody, MaxInflightBytes: maxBody,
+		Store: memory.New(), Engine: &engine.Options{Workers: -1},
+	})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	t.Cleanup(hs.Close) // after the connections below are closed
+	addr := hs.Listener.Addr().String()
+	// send writes a tools/list request declaring a body of length bytes on
+	// a connection of its own and sends the first sent bytes of it.
+	send := func(length, sent int) net.Conn {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		body += strings.Repeat(" ", length-len(body))
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		// Written on the side: a server that refuses the body stops
+		// reading it, and its reply is what the test checks.
+		go fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/list\r\nContent-Length: %d\r\n\r\n%s", addr, length, body[:sent])
+		return conn
+	}
+	status := func(conn net.Conn) (int, string) {
+		t.Helper()
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Retry-After")
+	}
+	waitInflight := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); mcpserver.InflightBytes(srv) != want; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("in-flight bytes: %d, want %d", mcpserver.InflightBytes(srv), want)
+			}
+		}
+	}
+
+	// Four connections declare the largest body and send one byte of it:
+	// each holds the first 16 KiB.
+	var idle []net.Conn
+	for range 4 {
+		idle = append(idle, send(maxBody, 1))
+	}
+	waitInflight(4 * 16 << 10)
+	if code, _ := status(send(maxBody/2, maxBody/2)); code != http.StatusOK {
+		t.Errorf("a request of half the budget beside four declared and unsent bodies: HTTP %d, want 200", code)
+	}
+	// A body whose bytes arrive past the budget is refused as they do.
+	if code, retry := status(send(maxBody, maxBody)); code != http.StatusServiceUnavailable || retry == "" {
+		t.Errorf("a body of the whole budget beside 64 KiB held: HTTP %d, Retry-After %q; want 503 and Retry-After", code, retry)
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	waitInflight(0)
+	if code, _ := status(send(maxBody, maxBody)); code != http.StatusOK {
+		t.Errorf("a body of the whole budget alone: HTTP %d, want 200", code)
+	}
+}
+
+// TestBodyBound: a body of Options.MaxBodyBytes is read whole, declared
+// or chunked; one byte more gets HTTP 413 and -32600, at once when its
+// Content-Length says so.
+func TestBodyBound(t *testing.T) {
+	const maxBody = 100 << 10
+	srv := mcpserver.New(&mcp.Implementation{Name: "bound", Version: "1"}, &mcpserver.Options{
+		MaxBodyBytes: maxBody, Store: memory.New(), Engine: &engine.Options{Workers: -1},
+	})
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(context.Background())
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	body := func(n int) string {
+		b := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		return b + strings.Repeat(" ", n-len(b))
+	}
+	for _, tc := range []struct {
+		name    string
+		size    int
+		chunked bool
+		want    int
+	}{
+		{"declared at the bound", maxBody, false, http.StatusOK},
+		{"declared past the bound", maxBody + 1, false, http.StatusRequestEntityTooLarge},
+		{"chunked at the bound", maxBody, true, http.StatusOK},
+		{"chunked past the bound", maxBody + 1, true, http.StatusRequestEntityTooLarge},
+		{"small", 200, false, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader(body(tc.size))
+			if tc.chunked {
+				r = io.MultiReader(r) // a length net/http cannot see: sent chunked
+			}
+			req, _ := http.NewRequest("POST", hs.URL, r)
+			mcptest.SetHeaders(req.Header, "tools/list", "")
+			resp, err := hs.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.want || (tc.want == http.StatusRequestEntityTooLarge && !strings.Contains(string(b), `"code":-32600`)) {
+				t.Errorf("HTTP %d %.200s, want %d", resp.StatusCode, b, tc.want)
+			}
+		})
 	}
 }

@@ -95,11 +95,12 @@ type Options struct {
 	// MaxInflightBytes bounds the bytes that the requests handled at once
 	// hold, across all connections: their bodies, and the tasks that
 	// replies and notices carry (DefaultMaxInflightBytes if zero; at least
-	// MaxBodyBytes). A request whose body does not fit gets HTTP 503,
-	// Retry-After and -32603 before its body is read; a tasks/get whose
-	// task does not fit gets -32603. Clients retry both. A 2025-11-25
-	// tasks/result, and a task subscription's notice, whose task does not
-	// fit waits, and is sent once it fits. Requests that
+	// MaxBodyBytes). A body's bytes are taken as they arrive, so a body
+	// declared and not sent holds at most its first 16 KiB. A request
+	// whose body does not fit gets HTTP 503, Retry-After and -32603; a
+	// tasks/get whose task does not fit gets -32603. Clients retry both. A
+	// 2025-11-25 tasks/result, and a task subscription's notice, whose
+	// task does not fit waits, and is sent once it fits. Requests that
 	// stay (streams: subscriptions/listen, a 2025-11-25 tasks/result; a
 	// tools/call that runs its tool inline) hold their bodies while they
 	// last, and may hold at most half of it together: past that a new
