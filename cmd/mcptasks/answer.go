@@ -44,15 +44,17 @@ object (for elicitation/create, an ElicitResult such as {"action":"accept",
 "content":{...}}). It is the way to answer several questions at once, or
 requests other than forms.
 
+` + idHelp + `
+
 Then follow the task with "mcptasks wait ID": questions answered here are not
 asked again. When stdout is not a terminal, answer prints one JSON object:
 {"type":"answered","taskId":...,"keys":[...]}.
 
 ` + exitCodesHelp(exitOK, exitUsage, exitTransport),
-		Example: `  mcptasks answer 3f9c2a overwrite=y
-  mcptasks answer 3f9c2a confirm-overwrite overwrite=true
-  mcptasks answer 3f9c2a --decline
-  mcptasks answer 3f9c2a --json '{"first":{"action":"accept","content":{"name":"Ada"}},"second":{"action":"decline"}}'`,
+		Example: `  mcptasks answer AaJDdmLSHe overwrite=y
+  mcptasks answer AaJDdmLSHe confirm-overwrite overwrite=true
+  mcptasks answer AaJDdmLSHe --decline
+  mcptasks answer AaJDdmLSHe --json '{"first":{"action":"accept","content":{"name":"Ada"}},"second":{"action":"decline"}}'`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return runAnswer(cmd.Context(), &f, args[0], args[1:], osStreams())

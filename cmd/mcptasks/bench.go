@@ -14,6 +14,21 @@ import (
 	"github.com/mcptasks/mcptasks/internal/loadgen"
 )
 
+// The tool bench calls by default, and its arguments.
+const (
+	benchTool     = "slow_compute"
+	benchToolArgs = `{"seconds":0.001,"label":"bench"}`
+)
+
+// benchArgs are the arguments of tool when --args is not given: those of
+// the default tool are for it alone.
+func benchArgs(tool string) string {
+	if tool == benchTool {
+		return benchToolArgs
+	}
+	return "{}"
+}
+
 func newBenchCmd() *cobra.Command {
 	var (
 		cfg       loadgen.Config
@@ -47,9 +62,15 @@ BENCHMARKS.md are compared with.`,
 			if cfg.Token == "" {
 				cfg.Token = os.Getenv(envToken) // read here, so that --help does not print it
 			}
+			if !cmd.Flags().Changed("args") {
+				args = benchArgs(cfg.Tool)
+			}
 			cfg.Args = json.RawMessage(args)
 			if !json.Valid(cfg.Args) {
 				return fmt.Errorf("--args: not valid JSON: %s", args)
+			}
+			if err := cfg.Check(); err != nil {
+				return usageError("%w", err)
 			}
 			var cpu0 time.Duration
 			if serverPID > 0 {
@@ -60,7 +81,9 @@ BENCHMARKS.md are compared with.`,
 			}
 			r, err := loadgen.Run(cmd.Context(), cfg)
 			if err != nil {
-				return err
+				// The flags passed Check: the server's or the connection's
+				// (the tasks of get or resume not made, say).
+				return &exitError{code: exitTransport, err: err}
 			}
 			var perReq time.Duration
 			if serverPID > 0 && r.Requests > 0 {
@@ -93,8 +116,8 @@ BENCHMARKS.md are compared with.`,
 	fl.IntVarP(&cfg.Concurrency, "concurrency", "c", 16, "concurrent workers, each with one request in flight")
 	fl.DurationVarP(&cfg.Duration, "duration", "d", 10*time.Second, "how long to run")
 	fl.IntVarP(&cfg.Requests, "requests", "n", 0, "stop after this many operations (0: only --duration bounds the run)")
-	fl.StringVar(&cfg.Tool, "tool", "slow_compute", "tool to call (create, get, lifecycle, resume, call)")
-	fl.StringVar(&args, "args", `{"seconds":0.001,"label":"bench"}`, "JSON object of tool arguments")
+	fl.StringVar(&cfg.Tool, "tool", benchTool, "tool to call (create, get, lifecycle, resume, call)")
+	fl.StringVar(&args, "args", "", "JSON `object` of tool arguments (default: "+benchToolArgs+" for "+benchTool+", {} for any other --tool)")
 	fl.IntVar(&cfg.Tasks, "tasks", 1000, "tasks the get mode creates first and polls round-robin; the tasks the resume mode creates and answers")
 	fl.BoolVar(&cfg.Settle, "settle", false, "create: end the run only once the created tasks have done their work up to their first question or their end (the last task of each worker is polled until it is no longer working); the rate counts that time; against a server that runs no workers (--workers 0) it waits until interrupted")
 	fl.BoolVar(&cfg.IgnorePollInterval, "ignore-poll-interval", false, "lifecycle: poll without waiting pollIntervalMs")

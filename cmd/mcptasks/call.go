@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,7 +64,7 @@ command then exits 7; answer with "mcptasks answer" and follow the task with
 		Example: `  mcptasks call http://127.0.0.1:8080/mcp export_report rows=5
   mcptasks call http://127.0.0.1:8080/mcp slow_compute --args '{"seconds": 30}' label=nightly
   mcptasks call --detach http://127.0.0.1:8080/mcp slow_compute seconds=600`,
-		Args: cobra.MinimumNArgs(2),
+		Args: callArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return runCall(cmd.Context(), &f, args, osStreams())
 		}),
@@ -74,7 +78,38 @@ command then exits 7; answer with "mcptasks answer" and follow the task with
 	return withUsageHint(cmd)
 }
 
+// callArgs wants call's URL and TOOL, and names the one missing.
+func callArgs(_ *cobra.Command, args []string) error {
+	switch len(args) {
+	case 0:
+		return errors.New("missing URL and TOOL: mcptasks call URL TOOL [key=value ...], e.g. mcptasks call http://127.0.0.1:8080/mcp greet name=Ada")
+	case 1:
+		return fmt.Errorf("missing TOOL, the name of the tool to call: mcptasks call %s TOOL [key=value ...]", args[0])
+	}
+	return nil
+}
+
 func runCall(ctx context.Context, f *callFlags, args []string, s *streams) error {
+	return explainNotFound(args[0], call(ctx, f, args, s))
+}
+
+// explainNotFound adds to an HTTP 404 of the call's first requests (not of
+// the polls of a task, which the endpoint made: its path is right) where
+// MCP endpoints usually are, when endpoint's path is not /mcp.
+func explainNotFound(endpoint string, err error) error {
+	var he *client.HTTPError
+	if !errors.As(err, &he) || he.StatusCode != http.StatusNotFound || strings.HasPrefix(he.Method, "tasks/") {
+		return err
+	}
+	u, perr := url.Parse(endpoint)
+	if perr != nil || u.Path == "/mcp" {
+		return err
+	}
+	u.Path, u.RawPath, u.RawQuery, u.Fragment = "/mcp", "", "", ""
+	return fmt.Errorf("%w\nNo MCP endpoint at that path: it is usually /mcp (mcptasks serve's is); try %s", err, u.Redacted())
+}
+
+func call(ctx context.Context, f *callFlags, args []string, s *streams) error {
 	endpoint, tool := args[0], args[1]
 	if err := checkEndpoint("URL", endpoint); err != nil {
 		return err

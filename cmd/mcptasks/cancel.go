@@ -25,6 +25,8 @@ stands. Cancellation is cooperative: the task may still complete or fail;
 When stdout is not a terminal (or with --json), it prints one JSON object:
 {"type":"cancel_requested","taskId":...,"status":...}.
 
+` + idHelp + `
+
 ` + exitCodesHelp(exitOK, exitUsage, exitTransport),
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {

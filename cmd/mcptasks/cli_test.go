@@ -180,8 +180,13 @@ func TestCLI_Errors(t *testing.T) {
 		code   int
 		stderr string
 	}{
-		{"NoArgs", []string{"call"}, exitUsage, "requires at least 2 arg(s)"},
-		{"NoTool", []string{"call", p.url}, exitUsage, "requires at least 2 arg(s)"},
+		{"NoArgs", []string{"call"}, exitUsage, "missing URL and TOOL: mcptasks call URL TOOL [key=value ...]"},
+		{"NoTool", []string{"call", p.url}, exitUsage, "missing TOOL, the name of the tool to call: mcptasks call " + p.url + " TOOL [key=value ...]"},
+		// Not at /mcp: the error says where the endpoint usually is.
+		{"WrongPath", []string{"call", strings.TrimSuffix(p.url, "mcp"), "greet", "name=Ada"}, exitTransport, "HTTP 404: 404 page not found\nNo MCP endpoint at that path: it is usually /mcp (mcptasks serve's is); try " + p.url},
+		{"StoreWithoutKind", []string{"serve", "--store", "tasks.db"}, exitUsage, `--store "tasks.db": no kind; for a SQLite file, use --store sqlite:tasks.db`},
+		{"UnknownLogLevel", []string{"serve", "--store", "memory:", "--log-level", "verbose"}, exitUsage, `--log-level "verbose": want debug, info, warn or error`},
+		{"UnknownLogLevelConsole", []string{"console", "--log-level", "verbose"}, exitUsage, `--log-level "verbose": want debug, info, warn or error`},
 		{"NotAURL", []string{"call", "localhost:8080", "greet"}, exitUsage, "want the server's MCP endpoint"},
 		{"NotKeyValue", []string{"call", p.url, "greet", "Bob"}, exitUsage, `argument "Bob": want key=value`},
 		{"ArgsNotObject", []string{"call", p.url, "greet", "--args", "[1]"}, exitUsage, "--args: want a JSON object"},

@@ -23,6 +23,19 @@ const (
 	envJournal = "MCPTASKS_JOURNAL"
 )
 
+// idHelp says, in the help of the commands that take a task ID, what ID
+// may be. The numbers follow from task.NewID: 8 base64url characters of
+// milliseconds (the 5th worth 2^18 ms, the 6th 2^12, the 7th 2^6), then
+// 144 random bits.
+const idHelp = `ID is a task id as "mcptasks tasks" lists it (AaJDdmLSHeul_aCan1Fo20YwTAjoBENt),
+or a prefix of one that is unique in the journal. An id's first 8 characters
+are the time the task was made, in milliseconds (the 5th changes every 4.4
+minutes, the 6th every 4 s), so tasks made minutes apart usually share their first 4
+or 5 characters, and tasks made in one second their first 6 or 7: a prefix
+must reach past the time stamp. 10 characters (AaJDdmLSHe: the millisecond
+and 12 random bits) are unique in practice; an ambiguous prefix is refused,
+with the ids it matches.`
+
 // clientFlags are the flags every client command shares.
 type clientFlags struct {
 	token   string

@@ -377,7 +377,8 @@ func TestPprofListener(t *testing.T) {
 
 // TestServeWarnsBeyondLoopback: serve on an address beyond loopback
 // without --auth-tokens says at start that anyone who reaches it is the
-// local principal; on loopback it does not.
+// local principal; on loopback it does not. On 0.0.0.0, it logs its URL
+// with 0.0.0.0.
 func TestServeWarnsBeyondLoopback(t *testing.T) {
 	const warning = "listening beyond loopback without --auth-tokens"
 	_, port, _ := net.SplitHostPort(freeAddr(t))
@@ -398,5 +399,9 @@ func TestServeWarnsBeyondLoopback(t *testing.T) {
 	}
 	if strings.Contains(local.logs.String(), warning) {
 		t.Errorf("serve on loopback warned:\n%s", local.logs)
+	}
+	// The address asked for, not the [::] the dual-stack socket reports.
+	if want := "url=http://0.0.0.0:" + port + "/mcp"; !strings.Contains(wide.logs.String(), want) {
+		t.Errorf("serve on 0.0.0.0 did not log %s:\n%s", want, wide.logs)
 	}
 }

@@ -34,6 +34,8 @@ On a terminal the task is shown for a person; otherwise (or with --json) as one
 JSON object: taskId, serverUrl, tool, status, statusMessage, createdAt,
 lastUpdatedAt, ttlMs, pollIntervalMs, and inputRequests, result or error.
 
+` + idHelp + `
+
 ` + exitCodesHelp(exitOK, exitUsage, exitTransport),
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,9 +44,11 @@ io.modelcontextprotocol/tasks extension): a long tools/call is answered with a
 task id at once, and the client polls tasks/get, answers questions with
 tasks/update and stops work with tasks/cancel. Tasks are stored before the
 reply and survive a restart of the server.`,
+		Version:       buildVersion(debug.ReadBuildInfo()),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("mcptasks {{.Version}}\n")
 	root.AddCommand(newServeCmd(), newWorkerCmd(), newBenchCmd(),
 		newCallCmd(), newTasksCmd(), newGetCmd(), newWaitCmd(), newAnswerCmd(), newCancelCmd(), newProxyCmd(),
 		newConsoleCmd())

@@ -88,7 +88,9 @@ created ("proxy --workers 0" serves requests and leaves the calls to the
 others).`
 	cmd.Example = `  mcptasks proxy --store sqlite:proxy.db --upstream npx -y @modelcontextprotocol/server-everything
   mcptasks proxy --task-tools 'render_*,export' --upstream ./slow-server --verbose
-  mcptasks proxy --listen :8080 --upstream-url http://127.0.0.1:9000/mcp --upstream-header 'Authorization: Bearer s3cret'`
+
+  # Beyond loopback, add --auth-tokens: without it, anyone who reaches the port calls the upstream with the credential of --upstream-header.
+  mcptasks proxy --listen :8080 --auth-tokens tokens.txt --upstream-url http://127.0.0.1:9000/mcp --upstream-header 'Authorization: Bearer s3cret'`
 	cmd.Args = cobra.ArbitraryArgs
 	fl := cmd.Flags()
 	fl.SetInterspersed(false)
@@ -97,6 +99,7 @@ others).`
 	fl.StringArrayVar(&f.headers, "upstream-header", nil, "`\"NAME: VALUE\"` header sent with every request to --upstream-url, e.g. \"Authorization: Bearer TOKEN\" (repeatable)")
 	fl.StringVar(&f.protocol, "upstream-protocol-version", "", "MCP `version` to ask the upstream for, e.g. 2025-11-25 (default: the newest the Go SDK speaks; it negotiates down)")
 	fl.StringSliceVar(&f.taskTools, "task-tools", []string{"*"}, "comma-separated `globs` of the tools that may run as tasks (* matches any characters, ? one); the others are always proxied inline; \"\" for none")
+	fl.Lookup("task-tools").DefValue = "*" // as typed, not pflag's [*]
 	fl.StringVar(&f.taskMode, "task-mode", "optional", "`mode` of the --task-tools: optional (a task for clients that declare the Tasks extension, inline for others) or required (others get error -32021)")
 	fl.BoolVar(&f.rerun, "rerun", false, "re-run a task whose worker was lost, upstream call included (only if the upstream's tools are safe to repeat); by default such a task fails")
 	fl.IntVar(&f.maxAttempts, "max-attempts", 3, "with --rerun, fail a task once this many of its runs were lost with their worker (crashes; graceful restarts do not count)")
@@ -117,40 +120,60 @@ others).`
 				return usageHint(c, usageError("--%s: proxy serves only the upstream's tools", name))
 			}
 		}
-		if err := sf.check(); err != nil { // before the upstream starts
+		// The flags first, then the listeners (a port in use, a missing
+		// --auth-tokens file), and only then the upstream, which a first
+		// "npx -y" may take minutes to start.
+		if err := sf.check(); err != nil {
 			return usageHint(c, err)
 		}
-		p, err := f.connect(c.Context(), args, fl.Lookup("log-level").Value.String())
+		log, err := proxyLogger(fl.Lookup("log-level").Value.String())
 		if err != nil {
+			return usageHint(c, err)
+		}
+		up, opts, err := f.upstream(args, log)
+		if err != nil {
+			return err
+		}
+		b, err := sf.bind()
+		if err != nil {
+			return usageHint(c, err)
+		}
+		p, err := f.connect(c.Context(), up, opts, log)
+		if err != nil {
+			b.close()
 			return err
 		}
 		sf.tools = &toolSet{
 			serverOptions: &mcp.ServerOptions{Instructions: p.Instructions()},
 			register:      p.Register,
 		}
-		return usageHint(c, serve(c.Context(), &sf))
+		return usageHint(c, serveOn(c.Context(), &sf, b))
 	}
 	return cmd
 }
 
-// connect checks the flags, connects to the upstream and lists its tools.
-func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string) (*proxy.Proxy, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+// proxyLogger is the logger of the proxy's start-up, at --log-level.
+func proxyLogger(logLevel string) (*slog.Logger, error) {
+	level, err := parseLogLevel(logLevel)
+	if err != nil {
+		return nil, err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+}
 
+// upstream checks the flags and returns the upstream they name and the
+// proxy's options; it contacts nothing.
+func (f *proxyFlags) upstream(args []string, log *slog.Logger) (*proxy.Upstream, *proxy.Options, error) {
 	up := &proxy.Upstream{ProtocolVersion: f.protocol, TerminateTimeout: f.terminate}
 	switch {
 	case f.command && f.url != "":
-		return nil, errors.New("give either --upstream CMD or --upstream-url, not both")
+		return nil, nil, errors.New("give either --upstream CMD or --upstream-url, not both")
 	case f.command && len(args) == 0:
-		return nil, errors.New("--upstream: give the upstream command after it: --upstream CMD [ARG...]")
+		return nil, nil, errors.New("--upstream: give the upstream command after it: --upstream CMD [ARG...]")
 	case f.command:
 		up.Command, up.Stderr = args, os.Stderr
 	case f.url != "" && len(args) > 0:
-		return nil, fmt.Errorf("unexpected arguments %q: with --upstream-url, proxy takes none (did you mean --upstream CMD?)", args)
+		return nil, nil, fmt.Errorf("unexpected arguments %q: with --upstream-url, proxy takes none (did you mean --upstream CMD?)", args)
 	case f.url != "":
 		up.URL = f.url
 		if len(f.headers) > 0 {
@@ -159,23 +182,23 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 				k, v, ok := strings.Cut(kv, ":")
 				if !ok || strings.TrimSpace(k) == "" {
 					// Not the value: it may be a credential.
-					return nil, fmt.Errorf("--upstream-header: a value of %d characters without a colon: want \"NAME: VALUE\"", len(kv))
+					return nil, nil, fmt.Errorf("--upstream-header: a value of %d characters without a colon: want \"NAME: VALUE\"", len(kv))
 				}
 				h.Add(strings.TrimSpace(k), strings.TrimSpace(v))
 			}
 			u, err := url.Parse(f.url)
 			if err != nil {
-				return nil, fmt.Errorf("--upstream-url: %w", err)
+				return nil, nil, fmt.Errorf("--upstream-url: %w", err)
 			}
 			up.HTTPClient = &http.Client{Transport: &headerTransport{h: h, scheme: u.Scheme, host: u.Host, rt: http.DefaultTransport}}
 		}
 	case len(args) > 0:
-		return nil, fmt.Errorf("unexpected arguments %q: put --upstream before the upstream command", args)
+		return nil, nil, fmt.Errorf("unexpected arguments %q: put --upstream before the upstream command", args)
 	default:
-		return nil, errors.New("no upstream: give --upstream CMD [ARG...] or --upstream-url URL")
+		return nil, nil, errors.New("no upstream: give --upstream CMD [ARG...] or --upstream-url URL")
 	}
 	if len(f.headers) > 0 && f.url == "" {
-		return nil, errors.New("--upstream-header needs --upstream-url")
+		return nil, nil, errors.New("--upstream-header needs --upstream-url")
 	}
 
 	var mode mcpserver.TaskMode
@@ -185,39 +208,34 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 	case "required":
 		mode = mcpserver.TaskRequired
 	default:
-		return nil, fmt.Errorf("--task-mode %q: want optional or required", f.taskMode)
+		return nil, nil, fmt.Errorf("--task-mode %q: want optional or required", f.taskMode)
 	}
 	sel, err := proxy.Select(f.taskTools, mode)
 	if err != nil {
-		return nil, fmt.Errorf("--task-tools: %w", err)
+		return nil, nil, fmt.Errorf("--task-tools: %w", err)
 	}
 	if f.maxAttempts < 1 {
-		return nil, fmt.Errorf("--max-attempts must be at least 1, got %d", f.maxAttempts)
+		return nil, nil, fmt.Errorf("--max-attempts must be at least 1, got %d", f.maxAttempts)
 	}
 	if f.ttl <= 0 {
-		return nil, fmt.Errorf("--ttl must be positive, got %s", f.ttl)
+		return nil, nil, fmt.Errorf("--ttl must be positive, got %s", f.ttl)
 	}
 	if f.pollInterval <= 0 {
-		return nil, fmt.Errorf("--poll-interval must be positive, got %s", f.pollInterval)
+		return nil, nil, fmt.Errorf("--poll-interval must be positive, got %s", f.pollInterval)
 	}
 	if f.terminate <= 0 {
-		return nil, fmt.Errorf("--upstream-terminate-timeout must be positive, got %s", f.terminate)
+		return nil, nil, fmt.Errorf("--upstream-terminate-timeout must be positive, got %s", f.terminate)
 	}
 	if f.startTimeout <= 0 {
-		return nil, fmt.Errorf("--upstream-start-timeout must be positive, got %s", f.startTimeout)
+		return nil, nil, fmt.Errorf("--upstream-start-timeout must be positive, got %s", f.startTimeout)
 	}
 	if f.timeout < 0 {
-		return nil, fmt.Errorf("--upstream-timeout must be 0 (the --ttl) or more, got %s", f.timeout)
+		return nil, nil, fmt.Errorf("--upstream-timeout must be 0 (the --ttl) or more, got %s", f.timeout)
 	}
 	if f.timeout == 0 {
 		f.timeout = f.ttl
 	}
-
-	// An upstream that never answers initialize must not hang the proxy
-	// without a word.
-	startCtx, cancel := context.WithTimeout(ctx, f.startTimeout)
-	defer cancel()
-	p, err := proxy.New(startCtx, up, &proxy.Options{
+	return up, &proxy.Options{
 		Mode:            sel,
 		Retry:           engine.RetryPolicy{Rerun: f.rerun, MaxAttempts: f.maxAttempts},
 		TTL:             f.ttl,
@@ -225,7 +243,16 @@ func (f *proxyFlags) connect(ctx context.Context, args []string, logLevel string
 		UpstreamTimeout: f.timeout,
 		ClientInfo:      &mcp.Implementation{Name: "mcptasks-proxy", Version: version},
 		Logger:          log,
-	})
+	}, nil
+}
+
+// connect connects to the upstream and lists its tools.
+func (f *proxyFlags) connect(ctx context.Context, up *proxy.Upstream, opts *proxy.Options, log *slog.Logger) (*proxy.Proxy, error) {
+	// An upstream that never answers initialize must not hang the proxy
+	// without a word.
+	startCtx, cancel := context.WithTimeout(ctx, f.startTimeout)
+	defer cancel()
+	p, err := proxy.New(startCtx, up, opts)
 	if err != nil && ctx.Err() == nil && startCtx.Err() != nil {
 		return nil, fmt.Errorf("%w: no answer within %s at start-up (--upstream-start-timeout): is it an MCP server, and up?", err, f.startTimeout)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -514,6 +516,56 @@ func TestProxy_Help(t *testing.T) {
 		if f := cmd.Flags().Lookup(name); f != nil && !f.Hidden {
 			t.Errorf("proxy shows serve's --%s", name)
 		}
+	}
+	// The default as the README gives it and as one types it, not pflag's [*].
+	if usage := cmd.Flags().FlagUsages(); !strings.Contains(usage, `"" for none (default *)`) {
+		t.Errorf("--task-tools: want (default *) in\n%s", usage)
+	}
+	// An example that gives the upstream a credential and listens beyond
+	// loopback protects the port with --auth-tokens.
+	for line := range strings.Lines(cmd.Example) {
+		if strings.Contains(line, "--upstream-header") && !strings.Contains(line, "--listen 127.0.0.1") && !strings.Contains(line, "--auth-tokens") {
+			t.Errorf("example hands the upstream's credential to anyone who reaches the port: %s", line)
+		}
+	}
+}
+
+// TestProxy_ListensFirst: proxy listens (and reads its files) before it
+// contacts its upstream: with --listen's port in use, or an --auth-tokens
+// file missing, it fails at once and the upstream sees no request (before,
+// it listed the upstream's tools, which may mean waiting up to
+// --upstream-start-timeout for a first "npx -y").
+func TestProxy_ListensFirst(t *testing.T) {
+	t.Parallel()
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		hits.Add(1)
+		http.Error(w, "not an MCP server", http.StatusTeapot)
+	}))
+	defer up.Close()
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"PortInUse", []string{"--listen", busy.Addr().String()}, "--listen: listen tcp " + busy.Addr().String() + ": bind: address already in use"},
+		{"NoAuthTokensFile", []string{"--listen", "127.0.0.1:0", "--auth-tokens", filepath.Join(t.TempDir(), "missing")}, "--auth-tokens: open"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"proxy", "--store", "memory:"}, tt.args...)
+			out, err := exec.CommandContext(t.Context(), binary, append(args, "--upstream-url", up.URL+"/mcp")...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), tt.want) {
+				t.Errorf("proxy %q: %v\n%s\nwant an error saying %q", tt.args, err, out, tt.want)
+			}
+			if n := hits.Load(); n != 0 {
+				t.Errorf("the upstream got %d requests before proxy failed", n)
+			}
+		})
 	}
 }
 

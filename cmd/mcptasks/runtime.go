@@ -32,6 +32,18 @@ import (
 // version is the version reported in serverInfo.
 const version = "0.1.0"
 
+// buildVersion is the version "mcptasks --version" prints: the main
+// module's version that the Go toolchain recorded in the binary (a tag, or
+// a pseudo-version of the commit it was built from), else version, the
+// one serverInfo reports (a build outside a module, or "go run", which
+// records "(devel)").
+func buildVersion(info *debug.BuildInfo, ok bool) string {
+	if ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return version
+}
+
 // runFlags are the flags shared by every command that runs tools: serve and
 // worker. Each process must define the same tools.
 type runFlags struct {
@@ -61,7 +73,7 @@ func (f *runFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.drainTimeout, "drain-timeout", 10*time.Second, "on SIGTERM, how long running tasks (and the requests being served, if any) get, together, to finish before they are stopped and the process exits (a command tool's process gets its grace on top)")
 	fl.DurationVar(&f.demoStep, "demo-step", time.Second, "pace of the built-in demo tools (export_report works 1.5 steps, asks, works 1.5 steps)")
 	fl.BoolVar(&f.demo, "demo", false, "serve the built-in demo tools and conformance fixtures beside the tools of --tools (without --tools they are served anyway)")
-	fl.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&f.logLevel, "log-level", "info", logLevelHelp)
 	fl.Var(&f.tools, "tools", "tools.yaml `file` of command tools to serve as task-backed tools (see examples/tools.yaml); checked at start-up, every process of a deployment needs the same file")
 	fl.StringVar(&f.otelEndpoint, "otel-endpoint", "", "send OpenTelemetry traces (OTLP over HTTP) to the collector at this base `URL`, e.g. http://127.0.0.1:4318 (spans go to URL/v1/traces); default: the collector of OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT if set, else no tracing")
 }
@@ -146,11 +158,26 @@ func gcSettings(getenv func(string) string, cacheBytes, inflightBytes int64) (pe
 	return percent, limit
 }
 
+// logLevelHelp is the help of every command's --log-level.
+const logLevelHelp = "log level: debug, info, warn or error"
+
+// parseLogLevel parses a --log-level value; a value it does not know is a
+// usage error that lists the ones it does.
+func parseLogLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, usageError("--log-level %q: want debug, info, warn or error", s)
+	}
+	return level, nil
+}
+
 // check refuses flag values that no runtime can take (a usage error).
 func (f *runFlags) check() error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return usageError("--log-level: %w", err)
+	if _, err := parseLogLevel(f.logLevel); err != nil {
+		return err
+	}
+	if err := checkStore(f.store); err != nil {
+		return err
 	}
 	if f.workers < 0 {
 		return usageError("--workers must be 0 or more, got %d", f.workers)
@@ -184,8 +211,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(f.logLevel)) // checked
+	level, _ := parseLogLevel(f.logLevel) // checked
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	percent, limit := gcSettings(os.Getenv, f.cacheBytes, o.maxInflight)
 	if percent >= 0 {
@@ -333,14 +359,14 @@ func (rt *runtime) drainFor(timeout time.Duration) {
 // so, and the directory of their file is made if it is missing (a fresh
 // workspace's .mcptasks/, say).
 func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Store, error) {
+	if err := checkStore(spec); err != nil {
+		return nil, err
+	}
 	scheme, rest, _ := strings.Cut(spec, ":")
 	switch scheme {
 	case "memory":
 		return memory.New(), nil
 	case "sqlite":
-		if rest == "" {
-			return nil, fmt.Errorf("--store %q: want sqlite:PATH, e.g. sqlite:mcptasks.db", spec)
-		}
 		if err := os.MkdirAll(filepath.Dir(rest), 0o700); err != nil {
 			return nil, fmt.Errorf("--store %q: %w", spec, err)
 		}
@@ -349,14 +375,43 @@ func openStore(ctx context.Context, spec string, so *sqlite.Options) (store.Stor
 			return nil, fmt.Errorf("--store %q: %w", spec, err)
 		}
 		return st, nil
-	case "postgres", "postgresql":
+	default: // postgres, postgresql
 		st, err := postgres.Open(ctx, spec, nil)
 		if err != nil {
 			return nil, fmt.Errorf("--store: %w", err)
 		}
 		return st, nil
 	}
-	return nil, fmt.Errorf("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", storeLabel(spec), scheme)
+}
+
+// checkStore refuses a --store value of no kind openStore opens (a usage
+// error), without opening anything.
+func checkStore(spec string) error {
+	scheme, rest, _ := strings.Cut(spec, ":")
+	switch scheme {
+	case "memory", "postgres", "postgresql":
+		return nil
+	case "sqlite":
+		if rest == "" {
+			return usageError("--store %q: want sqlite:PATH, e.g. sqlite:mcptasks.db", spec)
+		}
+		return nil
+	}
+	if path, ok := bareStorePath(spec); ok {
+		return usageError("--store %q: no kind; for a SQLite file, use --store %s (or postgres://… or memory:)", spec, shellQuote("sqlite:"+path))
+	}
+	return usageError("--store %q: unknown kind %q; use sqlite:PATH, postgres://… or memory: (with its colon)", storeLabel(spec), scheme)
+}
+
+// bareStorePath reports whether a --store value of no known kind looks
+// like a file's path given without its sqlite: ("/tmp/x.db", "tasks.db",
+// "./data/a:b.db"), and returns it.
+func bareStorePath(spec string) (string, bool) {
+	scheme, _, hasColon := strings.Cut(spec, ":")
+	if spec == "" || strings.Contains(spec, "://") {
+		return "", false
+	}
+	return spec, !hasColon || strings.ContainsAny(scheme, "/.")
 }
 
 // memoryStore reports whether a --store value names a memory store.

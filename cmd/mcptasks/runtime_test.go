@@ -1,6 +1,10 @@
 package main
 
-import "testing"
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
 
 // TestGCSettings: the processes that run tools collect at defaultGCPercent
 // with a soft memory limit of 1.5 times the largest live heap of the
@@ -42,5 +46,70 @@ func TestStoreLabel(t *testing.T) {
 		if got := storeLabel(c.spec); got != c.want {
 			t.Errorf("storeLabel(%q) = %q, want %q", c.spec, got, c.want)
 		}
+	}
+}
+
+// TestBuildVersion: --version prints the main module's version the
+// toolchain recorded (a tag or a pseudo-version), and the version of
+// serverInfo when there is none ("go run", a build outside a module).
+func TestBuildVersion(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{"NoBuildInfo", nil, false, version},
+		{"Devel", &debug.BuildInfo{Main: debug.Module{Path: "github.com/mcptasks/mcptasks", Version: "(devel)"}}, true, version},
+		{"Empty", &debug.BuildInfo{}, true, version},
+		{"Tag", &debug.BuildInfo{Main: debug.Module{Version: "v0.3.0"}}, true, "v0.3.0"},
+		{"PseudoVersion", &debug.BuildInfo{Main: debug.Module{Version: "v0.0.0-20261204234419-d4457a4c0ffe+dirty"}}, true, "v0.0.0-20261204234419-d4457a4c0ffe+dirty"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := buildVersion(tt.info, tt.ok); got != tt.want {
+				t.Errorf("buildVersion = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseLogLevel: an unknown --log-level is a usage error that names
+// the flag, the value and the levels there are.
+func TestParseLogLevel(t *testing.T) {
+	for _, s := range []string{"debug", "info", "warn", "error", "INFO", "debug-4"} {
+		if _, err := parseLogLevel(s); err != nil {
+			t.Errorf("parseLogLevel(%q): %v", s, err)
+		}
+	}
+	_, err := parseLogLevel("verbose")
+	if want := `--log-level "verbose": want debug, info, warn or error`; err == nil || err.Error() != want || exitCodeOf(err) != exitUsage {
+		t.Errorf("parseLogLevel(verbose) = %v (exit %d), want %q (exit %d)", err, exitCodeOf(err), want, exitUsage)
+	}
+}
+
+// TestOpenStore_Kind: a --store value without a kind that looks like a
+// file's path gets the sqlite: value to use instead; other unknown values
+// list the kinds. All are usage errors.
+func TestOpenStore_Kind(t *testing.T) {
+	for _, tt := range []struct{ spec, want string }{
+		{"/tmp/x.db", `--store "/tmp/x.db": no kind; for a SQLite file, use --store sqlite:/tmp/x.db (or postgres://… or memory:)`},
+		{"tasks.db", "use --store sqlite:tasks.db "},
+		{"my tasks.db", "use --store 'sqlite:my tasks.db' "},
+		{"./data/a:b.db", "use --store sqlite:./data/a:b.db "},
+		{"memroy:", `unknown kind "memroy"; use sqlite:PATH, postgres://… or memory: (with its colon)`},
+		{"", `unknown kind ""`},
+		{"mysql://db/tasks", `unknown kind "mysql"`},
+		{"sqlite:", "want sqlite:PATH"},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			st, err := openStore(t.Context(), tt.spec, nil)
+			if err == nil {
+				st.Close()
+				t.Fatalf("opened %q", tt.spec)
+			}
+			if !strings.Contains(err.Error(), tt.want) || exitCodeOf(err) != exitUsage {
+				t.Errorf("openStore(%q): %v (exit %d); want %q (exit %d)", tt.spec, err, exitCodeOf(err), tt.want, exitUsage)
+			}
+		})
 	}
 }

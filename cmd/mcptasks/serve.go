@@ -11,6 +11,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -133,74 +134,109 @@ func (f *serveFlags) check() error {
 	return nil
 }
 
-func serve(ctx context.Context, f *serveFlags) error {
-	if err := f.check(); err != nil {
-		return err
+// bound is what serve sets up before it builds its runtime: the files its
+// flags name, read, and its addresses, listened on. proxy sets it up
+// before it contacts its upstream, so that a port in use or a bad file
+// stops it at once.
+type bound struct {
+	tokens        mcpserver.Tokens
+	sessionKey    []byte
+	ln            net.Listener // the MCP endpoint's; nil with --stdio
+	pln           net.Listener // --pprof-listen's, if set
+	consoleLn     net.Listener // --console-listen's, if set
+	consoleTokens *webconsole.Tokens
+}
+
+// close closes b's listeners (once served, a no-op).
+func (b *bound) close() {
+	for _, ln := range []net.Listener{b.ln, b.pln, b.consoleLn} {
+		if ln != nil {
+			ln.Close()
+		}
 	}
-	var tokens mcpserver.Tokens
+}
+
+// bind checks f, reads the files it names and listens on its addresses.
+func (f *serveFlags) bind() (_ *bound, err error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	b := &bound{}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
 	if f.authTokens != "" {
 		file, err := os.Open(f.authTokens)
 		if err != nil {
-			return fmt.Errorf("--auth-tokens: %w", err)
+			return nil, fmt.Errorf("--auth-tokens: %w", err)
 		}
-		tokens, err = mcpserver.ParseTokens(f.authTokens, file)
+		b.tokens, err = mcpserver.ParseTokens(f.authTokens, file)
 		file.Close()
 		if err != nil {
-			return fmt.Errorf("--auth-tokens: %w", err)
+			return nil, fmt.Errorf("--auth-tokens: %w", err)
 		}
 	}
-	sessionKey, err := readSessionKey(f.sessionKeyFile)
+	if b.sessionKey, err = readSessionKey(f.sessionKeyFile); err != nil {
+		return nil, err
+	}
+	if f.stdio {
+		if b.tokens != nil {
+			return nil, usageError("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
+		}
+		if f.console.listen != "" {
+			return nil, usageError("--console-listen applies to HTTP only; run mcptasks console --store … beside a --stdio process")
+		}
+		return b, nil
+	}
+	if f.console.listen == "" && (f.console.tokens != "" || f.console.redact) {
+		return nil, usageError("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
+	}
+	if f.console.listen != "" {
+		if b.consoleTokens, b.consoleLn, err = f.console.listenConsole("console-"); err != nil {
+			return nil, err
+		}
+	}
+	if b.ln, err = net.Listen("tcp", f.listen); err != nil {
+		return nil, fmt.Errorf("--listen: %w", err)
+	}
+	if f.pprofListen != "" {
+		if b.pln, err = net.Listen("tcp", f.pprofListen); err != nil {
+			return nil, fmt.Errorf("--pprof-listen: %w", err)
+		}
+		if a, ok := b.pln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+			return nil, usageError("--pprof-listen %q: not a loopback address; profiles show the process's insides to anyone who reaches them: listen on 127.0.0.1", f.pprofListen)
+		}
+	}
+	return b, nil
+}
+
+func serve(ctx context.Context, f *serveFlags) error {
+	b, err := f.bind()
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, f, b)
+}
+
+// serveOn serves on what bind set up, and closes it.
+func serveOn(ctx context.Context, f *serveFlags, b *bound) error {
+	defer b.close()
 	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes,
 		maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
-		tools: f.tools, sessionKey: sessionKey, feed: true, noReadCache: f.noReadCache,
+		tools: f.tools, sessionKey: b.sessionKey, feed: true, noReadCache: f.noReadCache,
 		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs, maxInlineCalls: f.maxInlineCalls}
 	if f.stdio {
-		if tokens != nil {
-			return usageError("--auth-tokens applies to HTTP only; over --stdio the user who launched the process is the one principal")
-		}
-		if f.console.listen != "" {
-			return usageError("--console-listen applies to HTTP only; run mcptasks console --store … beside a --stdio process")
-		}
 		return serveStdio(ctx, f, ro)
 	}
-	if f.console.listen == "" && (f.console.tokens != "" || f.console.redact) {
-		return usageError("--console-tokens and --console-redact configure the console: add --console-listen ADDR")
-	}
-	var (
-		consoleTokens *webconsole.Tokens
-		consoleLn     net.Listener
-	)
-	if f.console.listen != "" {
-		var err error
-		if consoleTokens, consoleLn, err = f.console.listenConsole("console-"); err != nil {
-			return err
-		}
-		defer consoleLn.Close() // a no-op once served and shut down
-	}
-	ln, err := net.Listen("tcp", f.listen)
-	if err != nil {
-		return fmt.Errorf("--listen: %w", err)
-	}
-	if f.pprofListen != "" {
-		pln, err := net.Listen("tcp", f.pprofListen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("--pprof-listen: %w", err)
-		}
-		defer pln.Close()
-		if a, ok := pln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-			ln.Close()
-			return usageError("--pprof-listen %q: not a loopback address; profiles show the process's insides to anyone who reaches them: listen on 127.0.0.1", f.pprofListen)
-		}
+	tokens, ln := b.tokens, b.ln
+	if b.pln != nil {
 		ps := &http.Server{Handler: mcpserver.LoopbackOnly(pprofMux()), ReadHeaderTimeout: f.readHeaderTimeout}
-		go ps.Serve(pln) // returns when pln is closed
+		go ps.Serve(b.pln) // returns when pln is closed
 	}
 	rt, err := newRuntime(ctx, &f.runFlags, ro)
 	if err != nil {
-		ln.Close()
 		return err
 	}
 
@@ -225,10 +261,9 @@ func serve(ctx context.Context, f *serveFlags) error {
 	// need not wait for them.
 	hs.RegisterOnShutdown(rt.srv.EndSubscriptions)
 	if err := rt.start(ctx); err != nil {
-		ln.Close()
 		return err
 	}
-	rt.log.Info("serving", "url", "http://"+ln.Addr().String()+"/mcp", "store", storeLabel(f.store), "workers", f.workers)
+	rt.log.Info("serving", "url", listenURL(f.listen, ln.Addr())+"/mcp", "store", storeLabel(f.store), "workers", f.workers)
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && tokens == nil {
 		// Not refused (a container listens on all addresses behind its
 		// own network), but said: the Host check against DNS rebinding
@@ -240,8 +275,8 @@ func serve(ctx context.Context, f *serveFlags) error {
 		rt.log.Warn("--workers 0 with a memory store: no other process can reach it, so the tasks created here never run")
 	}
 	var cs *consoleServer
-	if consoleLn != nil {
-		if cs, err = f.console.startConsole(ctx, consoleLn, consoleTokens, rt.st, rt.feed, rt.srv.Engine(), rt.log); err != nil {
+	if b.consoleLn != nil {
+		if cs, err = f.console.startConsole(ctx, b.consoleLn, b.consoleTokens, rt.st, rt.feed, rt.srv.Engine(), rt.log); err != nil {
 			ln.Close()
 			rt.drainFor(f.drainTimeout)
 			return err
@@ -292,6 +327,22 @@ func serveStdio(ctx context.Context, f *serveFlags, ro runtimeOptions) error {
 	return err
 }
 
+// listenURL is the base URL (no trailing slash) of a listener on addr,
+// asked for as listen: a listener on every address shows the host asked
+// for (0.0.0.0 rather than the [::] the dual-stack socket reports, or
+// 0.0.0.0 for a --listen with no host), with the port it got.
+func listenURL(listen string, addr net.Addr) string {
+	a, ok := addr.(*net.TCPAddr)
+	if !ok || !a.IP.IsUnspecified() {
+		return "http://" + addr.String()
+	}
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		host = "0.0.0.0"
+	}
+	return "http://" + net.JoinHostPort(host, strconv.Itoa(a.Port))
+}
+
 // readSessionKey reads --session-key-file; "" means none.
 func readSessionKey(path string) ([]byte, error) {
 	if path == "" {
@@ -303,10 +354,16 @@ func readSessionKey(path string) ([]byte, error) {
 	}
 	key = bytes.TrimSpace(key)
 	if len(key) < mcpserver.SessionKeySize {
-		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; it needs at least %d (e.g. head -c 48 /dev/urandom | base64 > %[1]s)", path, len(key), mcpserver.SessionKeySize)
+		// A new file, not path: replicas may share path (and a key made
+		// there in place would sign off the sessions of the others).
+		return nil, fmt.Errorf("--session-key-file: %s holds %d bytes; it needs at least %d: make a new key, e.g. (umask 077; head -c 48 /dev/urandom | base64 > %s), and pass that file to every replica", path, len(key), mcpserver.SessionKeySize, shellQuote(newKeyFile(path)))
 	}
 	return key, nil
 }
+
+// newKeyFile is the file readSessionKey suggests for a new key: beside
+// path, not path itself.
+func newKeyFile(path string) string { return path + ".new" }
 
 // pprofMux serves net/http/pprof's handlers on their usual paths.
 func pprofMux() *http.ServeMux {

@@ -80,7 +80,7 @@ func (f *consoleFlags) startConsole(ctx context.Context, ln net.Listener, toks *
 	if err != nil {
 		return nil, err
 	}
-	cs := &consoleServer{url: "http://" + ln.Addr().String() + "/", srv: &http.Server{
+	cs := &consoleServer{url: listenURL(f.listen, ln.Addr()) + "/", srv: &http.Server{
 		Handler:           con,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second, // live pages are long answers, not long requests
@@ -119,13 +119,13 @@ operators cancel). Without --tokens the console listens only on a loopback
 address, and anyone who reaches it is the operator "local".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return serveConsole(cmd.Context(), &f, st, logLevel)
+			return usageHint(cmd, serveConsole(cmd.Context(), &f, st, logLevel))
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&st, "store", "sqlite:mcptasks.db", "the store whose tasks to show: sqlite:PATH of an existing file, or postgres://USER@HOST/DB (a memory: store is private to its process)")
 	f.register(fl, "", defaultConsoleListen, "`address` to listen on")
-	fl.StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fl.StringVar(&logLevel, "log-level", "info", logLevelHelp)
 	return cmd
 }
 
@@ -146,9 +146,9 @@ func checkConsoleStore(spec string) error {
 
 // serveConsole is "mcptasks console".
 func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel string) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	level, err := parseLogLevel(logLevel)
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	toks, ln, err := f.listenConsole("")

@@ -81,13 +81,26 @@ type Result struct {
 // maxSamples bounds the latencies kept per worker.
 const maxSamples = 1 << 20
 
-// Run runs the load described by cfg.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+// Check reports what in cfg no run can take. An error of Run for a cfg
+// that passes it is the server's or the connection's.
+func (cfg *Config) Check() error {
 	if cfg.Concurrency < 1 {
-		return nil, fmt.Errorf("concurrency must be at least 1, got %d", cfg.Concurrency)
+		return fmt.Errorf("concurrency must be at least 1, got %d", cfg.Concurrency)
 	}
 	if cfg.Duration <= 0 && cfg.Requests <= 0 {
-		return nil, errors.New("bound the run with a duration or a request count")
+		return errors.New("bound the run with a duration or a request count")
+	}
+	switch cfg.Mode {
+	case ModeCreate, ModeCall, ModeGet, ModeLifecycle, ModeResume:
+		return nil
+	}
+	return fmt.Errorf("unknown mode %q: use create, get, lifecycle, resume or call", cfg.Mode)
+}
+
+// Run runs the load described by cfg.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
 	}
 	if cfg.Duration <= 0 {
 		cfg.Duration = time.Hour
