@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -57,9 +56,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				ctx, done, ok := s.inline.start(ctx)
-				if !ok {
-					return nil, &jsonrpc.Error{Code: codeInternalError, Message: fmt.Sprintf("too many tool calls running on this server (at most %d); try again", s.inline.max)}
+				ctx, done, err := s.inline.start(ctx, s.opts.Principal(r.GetExtra()))
+				if err != nil {
+					return nil, err
 				}
 				defer done()
 				res, err := s.callTool(ctx, r, next)

@@ -98,7 +98,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		// request is answered, as they arrive: a body that a client
 		// declares and never sends holds no more than its first
 		// bodyChunk (see readBody).
-		h := &held{b: s.inflight}
+		h := &held{b: s.inflight, principal: principal}
 		defer h.release()
 		body, err := s.readBody(w, r, h)
 		if err != nil {
@@ -142,12 +142,14 @@ func (s *Server) guard(next http.Handler) http.Handler {
 				return
 			}
 			// Any other listen stays open too, holding its body (go-sdk
-			// serves it): it is admitted as a stream. It is not counted
-			// against MaxSubscriptions: a go-sdk client keeps one open for
-			// its whole session.
-			if !s.admitStream(w, h, msg.ID, len(body)) {
+			// serves it): it is admitted as a stream, counted against
+			// MaxStreams, not MaxSubscriptions: a go-sdk client keeps one
+			// open for its whole session.
+			release, ok := s.openStream(w, h, principal, msg.ID, len(body))
+			if !ok {
 				return
 			}
+			defer release()
 		case methodGet, methodUpdate, methodCancel:
 			var id string
 			name, ok := headerValue(r.Header, "Mcp-Name")
@@ -211,7 +213,7 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, princip
 		writeRPCError(w, m.ID, listenUndeclared())
 		return
 	}
-	if !s.admitStream(w, h, m.ID, len(m.body)) {
+	if !s.admitStream(w, h, m.ID, len(m.body), s.maxStreamBody()) {
 		return
 	}
 	if !s.subs.take(principal, len(ids)) {

@@ -92,6 +92,9 @@ type serverConfig struct {
 	maxSubscribedTasks int
 	maxSubscriptions   int
 	listenKeepAlive    time.Duration
+	// maxStreams and maxInlineCalls are the Options fields.
+	maxStreams     int
+	maxInlineCalls int
 	// register, if set, adds more tools to the server.
 	register func(*mcpserver.Server) error
 	// suspendAfter is engine.Options.SuspendAfter.
@@ -136,6 +139,8 @@ func startServer(t *testing.T, cfg serverConfig) *testClient {
 		MaxSubscribedTasks: cfg.maxSubscribedTasks,
 		MaxSubscriptions:   cfg.maxSubscriptions,
 		ListenKeepAlive:    cfg.listenKeepAlive,
+		MaxStreams:         cfg.maxStreams,
+		MaxInlineCalls:     cfg.maxInlineCalls,
 	})
 	fixtures.RegisterCore(srv.MCPServer())
 	if err := tasktools.Register(srv, &tasktools.Options{Step: testStep}); err != nil {

@@ -31,13 +31,22 @@ const DefaultMaxInflightBytes = 64 << 20
 // tasks/result; a tools/call that runs its tool inline, for as long as the
 // tool runs) keeps its body's bytes for as long as it lasts, and such
 // requests may hold at most half of the budget together: however many
-// stay, the other requests keep the other half.
+// stay, the other requests keep the other half. Those of one principal
+// may hold at most half of that half (see shares): however many one
+// principal keeps open, it leaves room for the others' streams and inline
+// calls.
 type budget struct {
 	max int64
 
 	mu      sync.Mutex
 	used    int64
-	staying int64 // of used, what requests that stay hold
+	staying int64  // of used, what requests that stay hold
+	stayOf  shares // staying, by principal
+}
+
+// newBudget returns a budget of max bytes.
+func newBudget(max int64) *budget {
+	return &budget{max: max, stayOf: shares{each: halfOf(max / 2)}}
 }
 
 // take reserves n bytes (at most the whole budget), or reports false.
@@ -58,32 +67,37 @@ func (b *budget) give(n int64) {
 	b.mu.Unlock()
 }
 
-// stay counts n bytes that are taken already as those of a request that
-// stays, and reports false, counting nothing, if such requests would then
-// hold more than half of the budget (one is admitted whatever its size, so
-// that a small budget does not refuse them all).
-func (b *budget) stay(n int64) bool {
+// stay counts n bytes that are taken already as those of a request of
+// principal that stays, and reports false, counting nothing, if such
+// requests would then hold more than half of the budget, or those of the
+// principal more than its share of that half (one is admitted whatever its
+// size, so that a small budget does not refuse them all).
+func (b *budget) stay(principal string, n int64) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.staying > 0 && b.staying+n > b.max/2 {
+	if b.staying > 0 && b.staying+n > b.max/2 || !b.stayOf.fits(principal, n) {
 		return false
 	}
 	b.staying += n
+	b.stayOf.add(principal, n)
 	return true
 }
 
-func (b *budget) leave(n int64) {
+func (b *budget) leave(principal string, n int64) {
 	b.mu.Lock()
 	b.staying -= n
+	b.stayOf.add(principal, -n)
 	b.mu.Unlock()
 }
 
-// held is what one request has taken from the budget; the guard gives it
-// back once the request is answered. A nil *held takes nothing.
+// held is what one request of principal has taken from the budget; the
+// guard gives it back once the request is answered. A nil *held takes
+// nothing.
 type held struct {
-	b      *budget
-	n      atomic.Int64
-	stayed atomic.Int64 // of n, what counts as a request's that stays (see stay)
+	b         *budget
+	principal string
+	n         atomic.Int64
+	stayed    atomic.Int64 // of n, what counts as a request's that stays (see stay)
 }
 
 type heldKey struct{}
@@ -125,7 +139,7 @@ func (h *held) stay() bool {
 		return true
 	}
 	n := h.n.Load()
-	if !h.b.stay(n) {
+	if !h.b.stay(h.principal, n) {
 		return false
 	}
 	h.stayed.Store(n)
@@ -134,13 +148,14 @@ func (h *held) stay() bool {
 
 func (h *held) release() {
 	if n := h.stayed.Swap(0); n > 0 {
-		h.b.leave(n)
+		h.b.leave(h.principal, n)
 	}
 	h.b.give(h.n.Swap(0))
 }
 
 // errStayBusy refuses a tools/call whose tool would run inline when the
-// requests that stay hold their half of the budget (see budget).
+// requests that stay hold their half of the budget, or those of its
+// principal their share of it (see budget).
 var errStayBusy = &jsonrpc.Error{Code: codeInternalError, Message: "Server busy: too many bytes held by running tool calls and open streams; try again"}
 
 // busyRetry is how soon a reply that waits for room in the budget (a

@@ -121,9 +121,11 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 	}
 	if m.Method == methodResult {
 		// It waits for the task, holding its body: a stream.
-		if !s.admitStream(lr.w, lr.held, m.ID, lr.size) {
+		release, ok := s.openStream(lr.w, lr.held, lr.principal, m.ID, lr.size)
+		if !ok {
 			return
 		}
+		defer release()
 		s.legacyResult(lr, id)
 		return
 	}

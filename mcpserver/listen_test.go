@@ -333,9 +333,11 @@ func TestListen_EndSubscriptions(t *testing.T) {
 // TestListen_StreamsBounded: the body of a request that stays open
 // holding it (a plain subscriptions/listen, a task subscription, a
 // 2025-11-25 tasks/result) is bounded, so that open streams cannot hold
-// the whole in-flight budget (every other request would get HTTP 503).
-// Plain listens are not counted against MaxSubscriptions: a go-sdk client
-// keeps one open for its whole session.
+// the whole in-flight budget (every other request would get HTTP 503);
+// that of a stream that names no task ids at 64 KiB (it was that of a
+// task subscription, 190 KB with the defaults). Plain listens are not
+// counted against MaxSubscriptions: a go-sdk client keeps one open for
+// its whole session.
 func TestListen_StreamsBounded(t *testing.T) {
 	t.Parallel()
 	c := startServer(t, serverConfig{tokens: twoPrincipals, maxSubscriptions: 1})
@@ -356,6 +358,28 @@ func TestListen_StreamsBounded(t *testing.T) {
 	legacy := initialize(t, c, "tokA")
 	id := legacy.callTask(`{"name":"slow_compute","arguments":{"seconds":60},"task":{}}`)
 	refused("a 2025-11-25 tasks/result of 512 KiB", legacy.post(`{"jsonrpc":"2.0","id":4,`+pad+`"method":"tasks/result","params":{"taskId":"`+id+`"}}`))
+	// Past 64 KiB, within a task subscription's bound: the reply's status
+	// only, as one admitted would stream.
+	pad = strings.Repeat(" ", 100<<10)
+	tooLarge := func(what string, h http.Header, body string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, c.base+"/mcp", strings.NewReader(body))
+		req.Header = h
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := c.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: HTTP %d, want HTTP 413", what, resp.StatusCode)
+		}
+	}
+	tooLarge("a plain listen of 100 KiB", http.Header{"Authorization": {"Bearer tokA"}, "Mcp-Protocol-Version": {wireVersion}, "Mcp-Method": {"subscriptions/listen"}},
+		expandMeta(`{"jsonrpc":"2.0","id":2,`+pad+`"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`))
+	tooLarge("a 2025-11-25 tasks/result of 100 KiB", http.Header{"Authorization": {"Bearer tokA"}, "Mcp-Session-Id": {legacy.id}, "Mcp-Protocol-Version": {legacyVersion}},
+		`{"jsonrpc":"2.0","id":4,`+pad+`"method":"tasks/result","params":{"taskId":"`+id+`"}}`)
 
 	// A task subscription open, MaxSubscriptions 1: a plain listen is still
 	// served (it streams: the acknowledgement comes, then it stays open).
@@ -398,7 +422,7 @@ func TestListen_StreamsLeaveRoom(t *testing.T) {
 	t.Parallel()
 	const budget = 2 << 20
 	c := startServer(t, serverConfig{maxInflightBytes: budget, maxBodyBytes: 1 << 20})
-	pad := strings.Repeat(" ", 180<<10) // within the bound of a stream's body (192 KiB)
+	pad := strings.Repeat(" ", 60<<10) // within the bound of a plain listen's body (64 KiB)
 	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
 	opened := 0
 	for range budget / len(listen) {
@@ -436,8 +460,8 @@ func TestListen_StreamsLeaveRoom(t *testing.T) {
 // refused for ever); a second one is not.
 func TestListen_OneStreamAlwaysFits(t *testing.T) {
 	t.Parallel()
-	c := startServer(t, serverConfig{maxInflightBytes: 256 << 10, maxBodyBytes: 256 << 10})
-	pad := strings.Repeat(" ", 150<<10) // more than half the budget
+	c := startServer(t, serverConfig{maxInflightBytes: 100 << 10, maxBodyBytes: 100 << 10})
+	pad := strings.Repeat(" ", 60<<10) // more than half the budget
 	listen := expandMeta(`{"jsonrpc":"2.0","id":1,` + pad + `"method":"subscriptions/listen","params":{"_meta":$META,"notifications":{"toolsListChanged":true}}}`)
 	var statuses []int
 	for range 2 {
@@ -449,6 +473,6 @@ func TestListen_OneStreamAlwaysFits(t *testing.T) {
 		t.Cleanup(func() { resp.Body.Close() })
 	}
 	if statuses[0] != http.StatusOK || statuses[1] != http.StatusServiceUnavailable {
-		t.Errorf("two listens of %d bytes, budget 256 KiB: HTTP %v; want [200 503]", len(listen), statuses)
+		t.Errorf("two listens of %d bytes, budget 100 KiB: HTTP %v; want [200 503]", len(listen), statuses)
 	}
 }

@@ -103,9 +103,12 @@ type Options struct {
 	// task does not fit waits, and is sent once it fits. Requests that
 	// stay (streams: subscriptions/listen, a 2025-11-25 tasks/result; a
 	// tools/call that runs its tool inline) hold their bodies while they
-	// last, and may hold at most half of it together: past that a new
-	// stream gets HTTP 503 and an inline call -32603, and the other
-	// requests keep the other half.
+	// last, and may hold at most half of it together, and those of one
+	// principal half of that half: past that a new stream gets HTTP 503
+	// and an inline call -32603, the other requests keep the other half,
+	// and the other principals' streams and inline calls theirs.
+	// LocalPrincipal, the one principal of a server without
+	// authentication, is held by the half alone.
 	MaxInflightBytes int64
 	// MaxJSONDepth bounds how deeply a request body's JSON may nest
 	// (DefaultMaxJSONDepth if zero). A deeper body is refused with -32602
@@ -141,18 +144,30 @@ type Options struct {
 	// the task ids they may name together, and one of them alone
 	// (DefaultMaxSubscribedTasks if zero). Past them a listen gets HTTP
 	// 429 and CodeTooManySubscriptions, or -32602 for one listen that
-	// names too many ids. The body of a request that stays open (every
-	// subscriptions/listen, a 2025-11-25 tasks/result), held while it is,
-	// may be at most 64 KiB plus 128 bytes per MaxSubscribedTasks (HTTP 413).
+	// names too many ids. The body of a task subscription, held while it
+	// is open, may be at most 64 KiB plus 128 bytes per MaxSubscribedTasks
+	// (HTTP 413).
 	MaxSubscriptions   int
 	MaxSubscribedTasks int
+	// MaxStreams bounds the other streams a principal may hold open at
+	// once (DefaultMaxStreams if zero): subscriptions/listen without
+	// taskIds (a go-sdk client keeps one open for its whole session) and
+	// 2025-11-25 tasks/result, together. Past it one gets HTTP 429 and
+	// CodeTooManySubscriptions. The body of such a stream, held while it
+	// is open, may be at most 64 KiB (HTTP 413). LocalPrincipal, the one
+	// principal of a server without authentication, is not counted: the
+	// half of MaxInflightBytes for requests that stay holds it.
+	MaxStreams int
 	// MaxInlineCalls bounds the tools/call requests running at once on
 	// this server (DefaultMaxInlineCalls if zero): those that run their
 	// tool inline, in the request, which the workers' bound does not
 	// count, above all. A command tool's call runs a process, a proxied
 	// one may start an upstream: without a bound, a burst of calls would
 	// exhaust the machine's processes or threads. Past it a call gets
-	// -32603, which says to try again.
+	// -32603, which says to try again. One principal may run at most half
+	// of them (at least one), so that its slow calls cannot refuse the
+	// others'; LocalPrincipal, the one principal of a server without
+	// authentication, may run them all.
 	MaxInlineCalls int
 	// ListenKeepAlive is how often an idle task subscription sends an SSE
 	// comment, so that proxies keep it open (DefaultListenKeepAlive if
@@ -199,7 +214,7 @@ type Server struct {
 	origins *http.CrossOriginProtection
 	limits  limits
 	polls   *pollLimiter // nil without Options.MinPollInterval
-	subs    *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks
+	subs    *subLimiter  // Options.MaxSubscriptions, MaxSubscribedTasks, MaxStreams
 	// ending is closed by EndSubscriptions.
 	ending      chan struct{}
 	endOnce     sync.Once
@@ -224,7 +239,7 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxInflightBytes == 0 {
 		s.opts.MaxInflightBytes = DefaultMaxInflightBytes
 	}
-	s.inflight = &budget{max: max(s.opts.MaxInflightBytes, s.opts.MaxBodyBytes)}
+	s.inflight = newBudget(max(s.opts.MaxInflightBytes, s.opts.MaxBodyBytes))
 	s.origins = newCrossOrigin(s.opts.AllowedOrigins)
 	s.limits = limits{depth: s.opts.MaxJSONDepth, args: s.opts.MaxArgumentsBytes}
 	if s.limits.depth <= 0 {
@@ -248,8 +263,12 @@ func New(impl *mcp.Implementation, opts *Options) *Server {
 	if s.opts.MaxInlineCalls <= 0 {
 		s.opts.MaxInlineCalls = DefaultMaxInlineCalls
 	}
-	s.inline.max = s.opts.MaxInlineCalls
-	s.subs = &subLimiter{maxSubs: s.opts.MaxSubscriptions, maxIDs: s.opts.MaxSubscribedTasks, held: map[string]subCount{}}
+	s.inline.setMax(s.opts.MaxInlineCalls)
+	if s.opts.MaxStreams <= 0 {
+		s.opts.MaxStreams = DefaultMaxStreams
+	}
+	s.subs = &subLimiter{maxSubs: s.opts.MaxSubscriptions, maxIDs: s.opts.MaxSubscribedTasks, held: map[string]subCount{},
+		streams: shares{each: int64(s.opts.MaxStreams)}}
 	s.sessionKey = sessionKey(s.opts.SessionKey)
 	if s.opts.TracerProvider != nil {
 		s.trc = s.opts.TracerProvider.Tracer(tracerName)

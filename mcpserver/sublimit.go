@@ -8,28 +8,33 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Defaults of the bounds on task subscriptions (Options.MaxSubscriptions,
-// Options.MaxSubscribedTasks).
+// Defaults of the bounds on the streams of one principal: task
+// subscriptions (Options.MaxSubscriptions, Options.MaxSubscribedTasks),
+// and the other streams (Options.MaxStreams).
 const (
 	DefaultMaxSubscriptions   = 64
 	DefaultMaxSubscribedTasks = 1000
+	DefaultMaxStreams         = 256
 )
 
-// CodeTooManySubscriptions is the JSON-RPC error code of a task
-// subscription refused because its principal holds too many open ones
-// (Options.MaxSubscriptions, Options.MaxSubscribedTasks). It is an
-// application code, outside the ranges the JSON-RPC and MCP specs reserve.
+// CodeTooManySubscriptions is the JSON-RPC error code of a stream refused
+// because its principal holds too many open ones: task subscriptions
+// (Options.MaxSubscriptions, Options.MaxSubscribedTasks), or the other
+// streams (Options.MaxStreams). It is an application code, outside the
+// ranges the JSON-RPC and MCP specs reserve.
 const CodeTooManySubscriptions = -31001
 
 // subLimiter counts the open task subscriptions of each principal, and the
-// task ids they name, against the bounds. Counting happens in the guard,
-// before any store read, for both routes.
+// task ids they name, against the bounds, and its other streams (see
+// Server.openStream). Counting happens in the guard, before any store
+// read, for both routes.
 type subLimiter struct {
 	maxSubs, maxIDs int
 
-	mu   sync.Mutex
-	held map[string]subCount // principals with open subscriptions only
-	open int                 // subscriptions open, all principals
+	mu      sync.Mutex
+	held    map[string]subCount // principals with open subscriptions only
+	open    int                 // subscriptions open, all principals
+	streams shares              // the other streams open, by principal (each: Options.MaxStreams)
 }
 
 type subCount struct{ subs, ids int }
@@ -63,6 +68,26 @@ func (l *subLimiter) release(principal string, n int) {
 	l.held[principal] = c
 }
 
+// takeStream reserves a stream of principal that is not a task
+// subscription; it reports false when the principal holds
+// Options.MaxStreams of them. LocalPrincipal is not counted (see shares).
+func (l *subLimiter) takeStream(principal string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.streams.fits(principal, 1) {
+		return false
+	}
+	l.streams.add(principal, 1)
+	return true
+}
+
+// releaseStream gives back what takeStream reserved.
+func (l *subLimiter) releaseStream(principal string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.streams.add(principal, -1)
+}
+
 // Subscriptions returns how many task subscriptions are open, of every
 // principal.
 func (s *Server) Subscriptions() int {
@@ -82,16 +107,28 @@ func (l *subLimiter) writeTooMany(w http.ResponseWriter, id []byte) {
 	})
 }
 
+// writeTooManyStreams answers a stream that is not a task subscription
+// past Options.MaxStreams: HTTP 429, Retry-After, and
+// CodeTooManySubscriptions.
+func (l *subLimiter) writeTooManyStreams(w http.ResponseWriter, id []byte) {
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{
+		Code: CodeTooManySubscriptions,
+		Message: fmt.Sprintf("Too many open streams for this principal (at most %d subscriptions/listen without taskIds and 2025-11-25 tasks/result together); close one",
+			l.streams.each),
+	})
+}
+
 // admitStream admits a request that stays open as a stream (a
 // subscriptions/listen, a 2025-11-25 tasks/result), holding h, its share
-// of the in-flight budget: its body must be within maxStreamBody (else
-// HTTP 413), and it must fit in the half of the budget that requests that
-// stay may hold together (else HTTP 503, Retry-After; see budget): a few
-// streams with large bodies would otherwise hold the whole budget, and
-// every other request would get HTTP 503. If not admitted, the refusal is
-// written.
-func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen int) bool {
-	if limit := s.maxStreamBody(); int64(bodyLen) > limit {
+// of the in-flight budget: its body must be within limit (else HTTP 413),
+// and it must fit in the half of the budget that requests that stay may
+// hold together, and in its principal's share of that half (else HTTP
+// 503, Retry-After; see budget): a few streams with large bodies would
+// otherwise hold the whole budget, and every other request would get HTTP
+// 503. If not admitted, the refusal is written.
+func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen int, limit int64) bool {
+	if int64(bodyLen) > limit {
 		writeError(w, http.StatusRequestEntityTooLarge, id, codeInvalidRequest,
 			fmt.Sprintf("Request body too large for a request that stays open (%d bytes; at most %d)", bodyLen, limit))
 		return false
@@ -103,8 +140,30 @@ func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen 
 	return true
 }
 
-// maxStreamBody bounds the body of a request that stays open as a stream:
-// room for _meta and as many task ids as one subscription may name.
+// openStream admits a stream of principal that is not a task
+// subscription (a subscriptions/listen without taskIds, which a go-sdk
+// client keeps open for its whole session; a 2025-11-25 tasks/result) as
+// admitStream does, its body within streamMetaBody, and counts it against
+// the principal's Options.MaxStreams (else HTTP 429, see
+// writeTooManyStreams). If admitted, the caller calls release once the
+// stream ends; if not, the refusal is written.
+func (s *Server) openStream(w http.ResponseWriter, h *held, principal string, id []byte, bodyLen int) (release func(), ok bool) {
+	if !s.admitStream(w, h, id, bodyLen, streamMetaBody) {
+		return nil, false
+	}
+	if !s.subs.takeStream(principal) {
+		s.subs.writeTooManyStreams(w, id)
+		return nil, false
+	}
+	return func() { s.subs.releaseStream(principal) }, true
+}
+
+// streamMetaBody bounds the body of a stream that names no task ids: room
+// for its _meta.
+const streamMetaBody = 64 << 10
+
+// maxStreamBody bounds the body of a task subscription: room for _meta
+// and as many task ids as one subscription may name.
 func (s *Server) maxStreamBody() int64 {
-	return 64<<10 + 128*int64(s.opts.MaxSubscribedTasks)
+	return streamMetaBody + 128*int64(s.opts.MaxSubscribedTasks)
 }

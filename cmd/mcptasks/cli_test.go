@@ -202,6 +202,7 @@ func TestCLI_Errors(t *testing.T) {
 		{"MinPollIntervalAboveSuggested", []string{"serve", "--store", "memory:", "--listen", "127.0.0.1:0", "--min-poll-interval", "3s"}, exitUsage, "MinPollInterval 3s is longer than the poll interval 1s"},
 		{"PprofNotLoopback", []string{"serve", "--store", "memory:", "--listen", "127.0.0.1:0", "--pprof-listen", "0.0.0.0:0"}, exitUsage, `--pprof-listen "0.0.0.0:0": not a loopback address`},
 		{"ZeroMaxBodyBytes", []string{"serve", "--store", "memory:", "--max-body-bytes", "0"}, exitUsage, "--max-body-bytes must be positive, got 0"},
+		{"ZeroMaxStreams", []string{"serve", "--store", "memory:", "--max-streams", "0"}, exitUsage, "--max-streams must be positive, got 0"},
 		{"Unreachable", []string{"call", unreachable, "greet"}, exitTransport, "connection refused"},
 		{"UnknownTool", []string{"call", p.url, "no_such_tool"}, exitTransport, "-32602"},
 		{"UnknownTaskOnServer", []string{"get", "--url", p.url, "no-such-task"}, exitTransport, "-32602"},

@@ -123,6 +123,7 @@ type runtimeOptions struct {
 	feed                               bool          // run the store's change feed (serve)
 	noReadCache                        bool          // no read cache for a postgres store (serve)
 	maxSubscriptions, maxSubscribedIDs int           // bounds of task subscriptions per principal (serve)
+	maxStreams                         int           // bound of the other streams per principal (serve)
 	maxInlineCalls                     int           // bound of the tools/call running at once (serve)
 	tools                              *toolSet      // what to serve; the built-in tools if nil
 	sessionKey                         []byte        // signs 2025-11-25 session ids (serve); random if nil
@@ -273,6 +274,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 		MaxSubscriptions:   o.maxSubscriptions,
 		MaxInlineCalls:     o.maxInlineCalls,
 		MaxSubscribedTasks: o.maxSubscribedIDs,
+		MaxStreams:         o.maxStreams,
 	})
 	if err := ts.register(srv); err != nil {
 		return nil, err

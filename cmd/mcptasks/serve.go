@@ -38,6 +38,7 @@ type serveFlags struct {
 	stdio             bool
 	noReadCache       bool
 	maxSubscriptions  int
+	maxStreams        int
 	maxInlineCalls    int
 	maxSubscribedIDs  int
 	sessionKeyFile    string
@@ -87,8 +88,9 @@ process once their lease expires.`,
 	f.console.register(fl, "console-", "", "if set, `address` of the operator console, a second listener (see mcptasks console --help); the --console-* flags configure it")
 	fl.StringSliceVar(&f.allowedOrigins, "allowed-origins", nil, "comma-separated browser `origins` (scheme://host[:port]) whose pages may call the server besides its own; requests with another Origin header get HTTP 403, requests without one (programs) are served (default: none)")
 	fl.BoolVar(&f.noReadCache, "no-read-cache", false, "with a postgres:// store, read every tasks/get from the database instead of from the cache that LISTEN/NOTIFY keeps true (README: Postgres read cache); the cache is off anyway while LISTEN is down")
-	fl.IntVar(&f.maxInlineCalls, "max-inline-calls", mcpserver.DefaultMaxInlineCalls, "most tools/call requests running at once, those that run their tool inline (not as a task) above all: each command tool's call runs a process; past it a call gets -32603 (try again)")
+	fl.IntVar(&f.maxInlineCalls, "max-inline-calls", mcpserver.DefaultMaxInlineCalls, "most tools/call requests running at once, those that run their tool inline (not as a task) above all: each command tool's call runs a process; past it a call gets -32603 (try again); with --auth-tokens, one principal may run at most half of them")
 	fl.IntVar(&f.maxSubscriptions, "max-subscriptions", mcpserver.DefaultMaxSubscriptions, "most task subscriptions (subscriptions/listen with taskIds) one principal may hold open at once; past it a listen gets HTTP 429 and -31001")
+	fl.IntVar(&f.maxStreams, "max-streams", mcpserver.DefaultMaxStreams, "most streams besides task subscriptions one principal may hold open at once, with --auth-tokens (without it, they are not counted): subscriptions/listen without taskIds (a go-sdk client keeps one per session) and 2025-11-25 tasks/result, whose bodies may be at most 64 KiB; past it one gets HTTP 429 and -31001")
 	fl.IntVar(&f.maxSubscribedIDs, "max-subscribed-tasks", mcpserver.DefaultMaxSubscribedTasks, "most task ids one principal's open subscriptions may name together (and one subscription alone, else -32602)")
 	fl.DurationVar(&f.minPollInterval, "min-poll-interval", 0, "if set, a principal's tasks/get of one task sooner than this after the previous one gets HTTP 429 with Retry-After and JSON-RPC error -31000; at most the poll interval suggested to clients (1s, or a tool's poll_interval) (default: no limit)")
 	return cmd
@@ -125,6 +127,9 @@ func (f *serveFlags) check() error {
 	}
 	if f.maxSubscriptions <= 0 || f.maxSubscribedIDs <= 0 {
 		return usageError("--max-subscriptions and --max-subscribed-tasks must be positive, got %d and %d", f.maxSubscriptions, f.maxSubscribedIDs)
+	}
+	if f.maxStreams <= 0 {
+		return usageError("--max-streams must be positive, got %d", f.maxStreams)
 	}
 	for _, o := range f.allowedOrigins {
 		if err := mcpserver.CheckOrigin(o); err != nil {
@@ -226,7 +231,7 @@ func serveOn(ctx context.Context, f *serveFlags, b *bound) error {
 	ro := runtimeOptions{maxBody: f.maxBodyBytes, maxInflight: f.maxInflightBytes,
 		maxJSONDepth: f.maxJSONDepth, maxArguments: f.maxArgumentsBytes, minPollInterval: f.minPollInterval, allowedOrigins: f.allowedOrigins,
 		tools: f.tools, sessionKey: b.sessionKey, feed: true, noReadCache: f.noReadCache,
-		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs, maxInlineCalls: f.maxInlineCalls}
+		maxSubscriptions: f.maxSubscriptions, maxSubscribedIDs: f.maxSubscribedIDs, maxStreams: f.maxStreams, maxInlineCalls: f.maxInlineCalls}
 	if f.stdio {
 		return serveStdio(ctx, f, ro)
 	}
