@@ -33,7 +33,9 @@
 // client asks for the upstream's task where the tool allows one, the call
 // follows that task to its end, its questions become this call's task's
 // questions as below, and a call that ends before that task did (stopped,
-// timed out, released to another worker) cancels it.
+// timed out, released to another worker) cancels it. A stdio upstream is
+// always called plainly: a tool of it that requires tasks fails with the
+// upstream's -32021 error.
 //
 // # Questions from the upstream
 //
