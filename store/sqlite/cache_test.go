@@ -320,3 +320,90 @@ func TestListen_OtherProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestCache_OverlappingReads plays Gets of one task whose reads overlap a
+// write of another process, which no write window of this one shows, step
+// by step: "begin X" is a Get X that misses and reads the file, "end X"
+// its fill, "write" the other process's cancel. Whatever order the reads
+// end in, a Get that follows returns the newest record that a Get
+// returned (the cancelled task); reads that agree keep the task cached.
+func TestCache_OverlappingReads(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		steps []string
+		want  task.Status
+		hit   bool // the Get that follows must be answered from the cache
+	}{
+		{"OlderEndsLast", []string{"begin A", "write", "begin B", "end B", "end A"}, task.Cancelled, false},
+		{"OlderEndsFirst", []string{"begin A", "write", "begin B", "end A", "end B"}, task.Cancelled, false},
+		{"TwoOlderEndLast", []string{"begin A", "begin C", "write", "begin B", "end B", "end A", "end C"}, task.Cancelled, false},
+		{"Same", []string{"begin A", "begin B", "end B", "end A"}, task.Working, true},
+		{"OneAfterTheOther", []string{"begin A", "end A", "write"}, task.Working, true}, // stale within CacheMaxStale
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			path := filepath.Join(t.TempDir(), "tasks.db")
+			// No check for the other's writes within the test: only the
+			// fills decide what is cached.
+			a, err := Open(ctx, path, &Options{CacheMaxStale: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			b, err := Open(ctx, path, &Options{CacheSize: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if err := a.Create(ctx, newTask("t")); err != nil {
+				t.Fatal(err)
+			}
+			type read struct {
+				t ticket
+				r *task.Record
+			}
+			reads := map[string]read{}
+			for _, step := range tt.steps {
+				switch verb, name, _ := strings.Cut(step, " "); verb {
+				case "begin": // the first half of Store.read
+					r, tk := a.cache.get("t", nil)
+					if r != nil {
+						t.Fatalf("%s: a hit, want a miss", step)
+					}
+					r, err := scanRecord(a.get.QueryRowContext(ctx, "t"))
+					if err != nil {
+						t.Fatalf("%s: %v", step, err)
+					}
+					reads[name] = read{tk, r}
+				case "end":
+					a.cache.fill(reads[name].t, "t", reads[name].r)
+				case "write":
+					if _, err := b.RequestCancel(ctx, store.CancelParams{ID: "t", Principal: "alice", Now: t0}); err != nil {
+						t.Fatal(err)
+					}
+				default:
+					t.Fatalf("unknown step %q", step)
+				}
+			}
+			hits := a.cache.hitCount()
+			r, err := a.Get(ctx, "t")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != tt.want {
+				t.Errorf("after %q, Get = %s, want %s", tt.steps, r.Status, tt.want)
+			}
+			if tt.hit && a.cache.hitCount() == hits {
+				t.Errorf("after %q, Get missed the cache, want a hit", tt.steps)
+			}
+			a.cache.mu.Lock()
+			defer a.cache.mu.Unlock()
+			if n := len(a.cache.reading); n != 0 {
+				t.Errorf("%d tasks still being read, want 0", n)
+			}
+		})
+	}
+}

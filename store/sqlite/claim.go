@@ -44,9 +44,12 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 	q, args := claimQuery(p)
 	var out []store.Claimed
 	err := s.inTx(ctx, "claim", func(tx *wtx) error {
+		// Every candidate is read and decoded before the first is
+		// claimed: a task that cannot be decoded, or a tool list longer
+		// than SQLite takes, fails this claim alone.
 		cands, err := tx.query(q, args...)
 		if err != nil {
-			return fmt.Errorf("sqlite: claim: %w", err)
+			return beforeChange(fmt.Errorf("sqlite: claim: %w", err))
 		}
 		for _, r := range cands {
 			// The query and store.Claimable agree; the check keeps the
@@ -57,10 +60,10 @@ func (s *Store) Claim(ctx context.Context, p store.ClaimParams) ([]store.Claimed
 			c := store.ApplyClaim(r, p)
 			s.cache.drop(r.ID)
 			if err := update(tx, c.Record); err != nil {
-				// Earlier candidates may be claimed already: not a
-				// noChange error any more.
+				// Once a candidate is claimed, an error is not a
+				// noChange one any more: the group must roll back.
 				var nc noChange
-				if errors.As(err, &nc) {
+				if len(out) > 0 && errors.As(err, &nc) {
 					err = nc.error
 				}
 				return fmt.Errorf("sqlite: claim: %w", err)

@@ -3,9 +3,13 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"time"
+
+	sqlitedriver "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/mcptasks/mcptasks/store"
 	"github.com/mcptasks/mcptasks/task"
@@ -154,7 +158,8 @@ func (s *Store) commitGroup(group []write) {
 // runGroup runs the writes of group in one transaction and commits it,
 // setting errs[i] for each write that fails. A write that breaks a rule of
 // the store has changed nothing (the rules are checked before any change)
-// and fails alone. Any other error is the database's, after which SQLite
+// and fails alone, as does one whose error is marked noChange (see
+// beforeChange). Any other error is the database's, after which SQLite
 // may already have rolled the transaction back: the group stops there and
 // is rolled back, and runGroup returns the error for the writes that had
 // not failed.
@@ -196,6 +201,33 @@ type noChange struct{ error }
 
 func (e noChange) Unwrap() error { return e.error }
 
+// beforeChange marks err, which a write returns before it changed
+// anything, as noChange, so that the write fails alone, unless it is a
+// failure of the database that may have ended the transaction (see
+// keepsTx). A task that cannot be decoded, or a query that SQLite refuses,
+// fails only the write that read or ran it.
+func beforeChange(err error) error {
+	if !keepsTx(err) {
+		return err
+	}
+	return noChange{err}
+}
+
+// keepsTx reports whether the transaction is still open, as it was, after
+// a statement of it failed with err: unless err is of the database (or
+// database/sql) with another code than SQLITE_ERROR, an error of the
+// statement alone. SQLite may roll the whole transaction back on the
+// others (SQLITE_BUSY, SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM,
+// SQLITE_INTERRUPT, …), and the statements that followed would then run
+// outside it, each committed at once.
+func keepsTx(err error) bool {
+	var se *sqlitedriver.Error
+	if errors.As(err, &se) {
+		return se.Code()&0xff == sqlite3.SQLITE_ERROR
+	}
+	return !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, driver.ErrBadConn)
+}
+
 // Create implements [store.Store]. It returns once the task is durable.
 func (s *Store) Create(ctx context.Context, r *task.Record) error {
 	vals, err := recordValues(r)
@@ -235,7 +267,7 @@ func (s *Store) takeKey(tx *wtx, r *task.Record) error {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
 	case err != nil:
-		return fmt.Errorf("sqlite: create task: idempotency key: %w", err)
+		return beforeChange(fmt.Errorf("sqlite: create task: idempotency key: %w", err))
 	case store.KeyHeld(old, r.CreatedAt):
 		return &store.DuplicateError{Task: old}
 	}

@@ -38,7 +38,8 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlitedriver "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/mcptasks/mcptasks/store"
 )
@@ -63,7 +64,8 @@ const (
 // Options configure [Open]. A nil or zero Options uses the defaults.
 type Options struct {
 	// BusyTimeout is how long a connection waits for a lock held by
-	// another process; zero means DefaultBusyTimeout.
+	// another process, and Open for another process's switch of a new
+	// file to WAL; zero means DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// MaxReadConns caps the read-only connection pool; zero means
 	// DefaultMaxReadConns.
@@ -160,7 +162,9 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
 	w.SetConnMaxLifetime(0)
-	if err := checkWAL(ctx, w); err != nil {
+	// The first connection switches a new file to WAL, which fails at once
+	// while another process switches it: retry as busy_timeout would.
+	if err := retryBusy(ctx, o.BusyTimeout, func() error { return checkWAL(ctx, w) }); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
@@ -267,6 +271,48 @@ func checkWAL(ctx context.Context, db *sql.DB) error {
 		return fmt.Errorf("journal_mode is %q, not wal: the file system may not support WAL", mode)
 	}
 	return nil
+}
+
+// Pauses between the tries of a connection that found the file busy
+// (retryBusy): the first, and the longest, to which the pause doubles.
+const (
+	minBusyPause = time.Millisecond
+	maxBusyPause = 50 * time.Millisecond
+)
+
+// retryBusy calls try until it returns anything but SQLITE_BUSY or
+// timeout has passed, with a pause between tries that doubles from
+// minBusyPause to maxBusyPause, and returns its last error. It is for what
+// SQLite's busy_timeout does not cover: the journal_mode(WAL) pragma of a
+// connection to a new file takes the write lock from within a read
+// transaction, where SQLite does not wait (that could deadlock), so while
+// another process or connection switches the file to WAL it fails at once
+// with SQLITE_BUSY, "database is locked".
+func retryBusy(ctx context.Context, timeout time.Duration, try func() error) error {
+	deadline := time.Now().Add(timeout)
+	pause := minBusyPause
+	for {
+		err := try()
+		left := time.Until(deadline)
+		if !isBusy(err) || left <= 0 {
+			return err
+		}
+		t := time.NewTimer(min(pause, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w while %w", ctx.Err(), err)
+		case <-t.C:
+		}
+		pause = min(2*pause, maxBusyPause)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY: another connection
+// holds the lock needed.
+func isBusy(err error) bool {
+	var se *sqlitedriver.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
 }
 
 // Close closes the database. Calls in flight may fail.

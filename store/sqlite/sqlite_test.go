@@ -1,14 +1,20 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -133,6 +139,96 @@ func TestOpen_BadArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOpen_ConcurrentNewFile opens a new file from several goroutines at
+// once, as a server and a worker starting on a fresh volume do: each
+// switches the file to WAL, which fails at once with SQLITE_BUSY while
+// another switches it, and every Open must wait for it and succeed.
+func TestOpen_ConcurrentNewFile(t *testing.T) {
+	t.Parallel()
+	const rounds, opens = 20, 2 // two at a time collide the most (TestOpen_Busy makes it certain)
+	for round := range rounds {
+		path := filepath.Join(t.TempDir(), "tasks.db")
+		errs := make([]error, opens)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() {
+				s, err := Open(context.Background(), path, nil)
+				if err == nil {
+					err = s.Close()
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: Open %d: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// TestOpen_Busy checks how long Open tries while the file is locked by
+// another connection: up to BusyTimeout while it is busy, not at all for
+// another error.
+func TestOpen_Busy(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		prepare func(t *testing.T, path string) // makes the file fail Open
+		timeout time.Duration
+		busy    bool // Open fails with SQLITE_BUSY after timeout, not at once
+	}{
+		{"Locked", holdWriteLock, 200 * time.Millisecond, true},
+		{"NotADatabase", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, bytes.Repeat([]byte("not a database "), 512), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, time.Minute, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "tasks.db")
+			tt.prepare(t, path)
+			start := time.Now()
+			s, err := Open(context.Background(), path, &Options{BusyTimeout: tt.timeout})
+			took := time.Since(start)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded, want an error")
+			}
+			if isBusy(err) != tt.busy {
+				t.Errorf("Open: %v; want SQLITE_BUSY: %v", err, tt.busy)
+			}
+			if waited := took >= tt.timeout; waited != tt.busy {
+				t.Errorf("Open failed after %v with BusyTimeout %v; want it to wait for BusyTimeout: %v", took, tt.timeout, tt.busy)
+			}
+		})
+	}
+}
+
+// holdWriteLock makes path a new database in its default journal mode and
+// holds its write lock, as a connection does between switching it to WAL
+// and committing the switch, until t ends.
+func holdWriteLock(t *testing.T, path string) {
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.ExecContext(ctx, "ROLLBACK") })
 }
 
 func TestOpen_NewerSchema(t *testing.T) {
@@ -310,5 +406,153 @@ func TestGroupCommit_CallerCancel(t *testing.T) {
 				t.Errorf("round %d: write %d returned %v but is stored", round, i, err)
 			}
 		}
+	}
+}
+
+// TestGroupCommit_FailsAlone checks that a write that fails before it
+// changed anything, with an error that is not a store rule's (a task that
+// cannot be decoded, a query SQLite refuses), fails alone: the creates
+// committed in the same group are stored. Each case runs its write and
+// the creates in one group (inOneGroup).
+func TestGroupCommit_FailsAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tooManyTools := make([]string, 40_000) // SQLite takes 32,766 parameters
+	for i := range tooManyTools {
+		tooManyTools[i] = fmt.Sprint("tool", i)
+	}
+	tests := []struct {
+		name  string
+		write func(s *Store) error
+		want  string // in the write's error
+	}{
+		{"ClaimUndecodable", func(s *Store) error {
+			_, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0, LeaseExpiresAt: t0.Add(time.Minute), Limit: 1})
+			return err
+		}, "task poison: history"},
+		{"ClaimTooManyTools", func(s *Store) error {
+			_, err := s.Claim(ctx, store.ClaimParams{Owner: "w", Now: t0, LeaseExpiresAt: t0.Add(time.Minute), Tools: tooManyTools})
+			return err
+		}, "too many SQL variables"},
+		{"CancelUndecodable", func(s *Store) error {
+			_, err := s.RequestCancel(ctx, store.CancelParams{ID: "poison", Principal: "alice", Now: t0})
+			return err
+		}, "task poison: history"},
+		{"CreateWithKeyOfUndecodable", func(s *Store) error {
+			r := newTask("key-taker")
+			r.IdempotencyKey = "poison-key"
+			return s.Create(ctx, r)
+		}, "task poison: history"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				s := openTemp(t)
+				defer s.Close()
+				// The oldest task, the first a claim reads, has a history
+				// that is not JSON.
+				poison := newTask("poison")
+				poison.CreatedAt = t0.Add(-time.Minute)
+				poison.IdempotencyKey = "poison-key"
+				if err := s.Create(ctx, poison); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.w.ExecContext(ctx, `UPDATE tasks SET history = '{' WHERE id = 'poison'`); err != nil {
+					t.Fatal(err)
+				}
+				ids := []string{"before-1", "before-2", "after-1", "after-2"}
+				writes := []func() error{
+					func() error { return s.Create(ctx, newTask(ids[0])) },
+					func() error { return s.Create(ctx, newTask(ids[1])) },
+					func() error { return tt.write(s) },
+					func() error { return s.Create(ctx, newTask(ids[2])) },
+					func() error { return s.Create(ctx, newTask(ids[3])) },
+				}
+				errs := inOneGroup(t, s, writes)
+				if err := errs[2]; err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("the failing write returned %v, want an error naming %q", err, tt.want)
+				}
+				for i, err := range slices.Delete(errs, 2, 3) {
+					if err != nil {
+						t.Errorf("create %s in the group of the failing write: %v", ids[i], err)
+					} else if _, err := s.Get(ctx, ids[i]); err != nil {
+						t.Errorf("create %s returned nil, but Get: %v", ids[i], err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// inOneGroup runs the writes of s at once, in the order given, in one
+// group commit, and returns their errors. It must run in a synctest
+// bubble, where s was opened: it holds the commit loop in a write of its
+// own until every write waits for the loop, which then takes them all.
+func inOneGroup(t *testing.T, s *Store, writes []func() error) []error {
+	t.Helper()
+	release := make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s.inTx(context.Background(), "hold", func(*wtx) error { <-release; return nil })
+	}()
+	synctest.Wait() // the commit loop runs the holding write
+	errs := make([]error, len(writes))
+	var wg sync.WaitGroup
+	for i, w := range writes {
+		wg.Go(func() { errs[i] = w() })
+		synctest.Wait() // w waits for the commit loop, after those before it
+	}
+	close(release)
+	wg.Wait()
+	if err := <-held; err != nil {
+		t.Fatalf("holding write: %v", err)
+	}
+	return errs
+}
+
+// TestKeepsTx checks which errors of a statement leave its transaction as
+// it was (beforeChange marks only those): SQLite may roll the transaction
+// back on an error of the database other than SQLITE_ERROR.
+func TestKeepsTx(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "tasks.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, sqlErr := db.ExecContext(ctx, "SELECT no_such_column FROM sqlite_master")
+	path := filepath.Join(t.TempDir(), "locked.db")
+	holdWriteLock(t, path)
+	locked, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locked.Close()
+	_, busyErr := locked.ExecContext(ctx, "BEGIN IMMEDIATE")
+	if !isBusy(busyErr) {
+		t.Fatalf("BEGIN IMMEDIATE on a locked file: %v, want SQLITE_BUSY", busyErr)
+	}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"Decode", fmt.Errorf("task t: history: %w", &json.SyntaxError{}), true},
+		{"SQLError", fmt.Errorf("claim: %w", sqlErr), true},
+		{"Busy", fmt.Errorf("claim: %w", busyErr), false},
+		{"TxDone", fmt.Errorf("claim: %w", sql.ErrTxDone), false},
+		{"BadConn", fmt.Errorf("claim: %w", driver.ErrBadConn), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || errors.Unwrap(tt.err) == nil {
+				t.Fatalf("no error to check: %v", tt.err)
+			}
+			if got := keepsTx(tt.err); got != tt.want {
+				t.Errorf("keepsTx(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
 	}
 }

@@ -26,7 +26,7 @@ func (s *Store) GetFor(ctx context.Context, id, principal string) (*task.Record,
 // read returns the task with the id, of principal unless it is nil, from
 // the cache or the read pool.
 func (s *Store) read(ctx context.Context, id string, principal *string) (*task.Record, error) {
-	r, seq := s.cache.get(id, principal)
+	r, t := s.cache.get(id, principal)
 	if r != nil {
 		return r, nil
 	}
@@ -37,13 +37,13 @@ func (s *Store) read(ctx context.Context, id string, principal *string) (*task.R
 		row = s.getFor.QueryRowContext(ctx, id, *principal)
 	}
 	r, err := scanRecord(row)
+	s.cache.fill(t, id, r) // r is nil if err is not
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, store.ErrNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: get task: %w", err)
 	}
-	s.cache.fill(seq, r)
 	return r, nil
 }
 
@@ -61,7 +61,7 @@ func (s *Store) modify(ctx context.Context, op, id string, ev store.EventKind, f
 			return store.ErrNotFound
 		}
 		if err != nil {
-			return fmt.Errorf("sqlite: %s: load: %w", op, err)
+			return beforeChange(fmt.Errorf("sqlite: %s: load: %w", op, err))
 		}
 		c, err := fn(r)
 		if err != nil {
