@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"time"
 
@@ -59,10 +58,13 @@ type CallResult struct {
 // With a Journal, the call is saved in it before it is sent, as a pending
 // create ([Entry.Pending]) that the task's entry replaces; if it cannot
 // be saved, nothing is sent and the error wraps [ErrJournal]. It is removed
-// once the server answered every request of the call without a task, and
-// kept when the outcome is unknown (a request whose reply was lost, or
-// that was on the wire when ctx ended or the program did): then
-// [Client.Pending] lists it and [Client.Resend] sends it again with its key.
+// once the server answered every request of the call without a task, or
+// the call failed before it reached the server (a connection that could
+// not be opened, a failed TLS handshake, a plain-HTTP server at an https://
+// URL: the error is returned as it is), and kept when the outcome is
+// unknown (a request whose reply was lost, or that was on the wire when ctx
+// ended or the program did): then [Client.Pending] lists it and
+// [Client.Resend] sends it again with its key.
 func (c *Client) CallTool(ctx context.Context, name string, args any) (*CallResult, error) {
 	return c.callTool(ctx, name, args, c.opts.InputHandler, nil, "")
 }
@@ -392,11 +394,13 @@ func (c *Client) doKeyed(ctx context.Context, k *call) (json.RawMessage, error) 
 }
 
 // unknownOutcome reports whether the server may have acted on a request
-// that failed with err: a transient failure, other than a connection that
-// could not be opened (the request never left).
+// that failed with err: a transient failure, other than one that proves
+// the request never reached the server (see notSent: a connection that
+// could not be opened, a TLS handshake that failed, a plain-HTTP server
+// at an https:// URL).
 func unknownOutcome(err error) bool {
-	var op *net.OpError
-	return transient(err) && !(errors.As(err, &op) && op.Op == "dial")
+	var te *TransportError
+	return transient(err) && !(errors.As(err, &te) && te.notSent)
 }
 
 // honoursKeys reports whether the server says in server/discover that it

@@ -29,16 +29,31 @@ const (
 
 // Defaults for the zero values of [Options].
 const (
-	DefaultMaxReplyBytes       = 16 << 20
-	DefaultMaxInputRounds      = 8
-	DefaultPollInterval        = time.Second
-	DefaultMinPollInterval     = 100 * time.Millisecond
-	DefaultMaxPollInterval     = 5 * time.Minute
-	DefaultMaxInFlight         = 4
+	DefaultMaxReplyBytes   = 16 << 20
+	DefaultMaxInputRounds  = 8
+	DefaultPollInterval    = time.Second
+	DefaultMinPollInterval = 100 * time.Millisecond
+	DefaultMaxPollInterval = 5 * time.Minute
+	DefaultMaxInFlight     = 4
+	DefaultCreateRetries   = 5
+	DefaultListenBackstop  = 30 * time.Second
+	// DefaultRetryBudget covers a restart or a deploy of the server: a
+	// drain (10 s by default for "mcptasks serve") and the start of the
+	// next process, with room to spare.
+	DefaultRetryBudget = 2 * time.Minute
+
+	// DefaultMaxConsecutiveFails was the default of
+	// Options.MaxConsecutiveFailures.
+	//
+	// Deprecated: a wait no longer counts failures unless told to; it
+	// retries for Options.RetryBudget (DefaultRetryBudget).
 	DefaultMaxConsecutiveFails = 5
-	DefaultCreateRetries       = 5
-	DefaultListenBackstop      = 30 * time.Second
 )
+
+// maxRetryDelay bounds the pause between the retries of a wait whose
+// requests fail (unless the task's poll interval is longer): a server
+// back from a restart is seen within about this long.
+const maxRetryDelay = 5 * time.Second
 
 // createRetryDelay is the pause before the first retry of a tools/call
 // whose outcome is unknown; it doubles at each retry, up to
@@ -94,9 +109,24 @@ type Options struct {
 	// MaxInFlight bounds the tasks/get requests [Client.WaitAll] has in
 	// flight at once (DefaultMaxInFlight if zero).
 	MaxInFlight int
-	// MaxConsecutiveFailures is how many transient polling errors in a
-	// row (transport errors, HTTP 5xx, -32603) a wait tolerates
-	// (DefaultMaxConsecutiveFails if zero).
+	// RetryBudget is how long a wait goes on retrying the requests of a
+	// task that fail transiently (transport errors such as a refused
+	// connection, HTTP 5xx and 429, -32603), counted from the first
+	// failure after the last round that succeeded: long enough to ride out
+	// a restart or a deploy of the server (DefaultRetryBudget if zero;
+	// negative: the first failure ends the wait). The pauses between
+	// retries start at the task's poll interval and double, up to 5 s (or
+	// the poll interval, if longer), each spread by ±20% at random so that
+	// the clients of a restarted server do not all come back at once. A
+	// wait that gives up returns an *[UnavailableError]: the task may
+	// still be running, and a later wait takes it up.
+	RetryBudget time.Duration
+	// MaxConsecutiveFailures, if positive, ends a wait also after that
+	// many transient failures in a row, even within RetryBudget, with an
+	// *[UnavailableError].
+	//
+	// Deprecated: a count of failures says little about time once the
+	// retries back off (and zero no longer means 5): use RetryBudget.
 	MaxConsecutiveFailures int
 	// CreateRetries is how many times CallTool sends a tools/call again,
 	// with the same idempotency key, when its outcome is unknown (a
@@ -169,7 +199,7 @@ func New(url string, opts *Options) *Client {
 	o.MinPollInterval = cmp.Or(o.MinPollInterval, DefaultMinPollInterval)
 	o.MaxPollInterval = cmp.Or(o.MaxPollInterval, DefaultMaxPollInterval)
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
-	o.MaxConsecutiveFailures = cmp.Or(o.MaxConsecutiveFailures, DefaultMaxConsecutiveFails)
+	o.RetryBudget = cmp.Or(o.RetryBudget, DefaultRetryBudget)
 	o.CreateRetries = max(cmp.Or(o.CreateRetries, DefaultCreateRetries), 0)
 	o.ListenBackstop = cmp.Or(o.ListenBackstop, DefaultListenBackstop)
 	c.http = o.HTTPClient

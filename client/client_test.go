@@ -2,18 +2,23 @@ package client_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1064,4 +1069,165 @@ func TestCallToolWithKey(t *testing.T) {
 	if _, err := c.CallToolWithKey(ctx, "", "slow_compute", args); err == nil {
 		t.Error("CallToolWithKey with an empty key succeeded")
 	}
+}
+
+// TestPendingCreate_NotSent: a tools/call that fails in a way that proves
+// it never reached the server (nothing to dial, a TLS handshake that
+// fails, a plain-HTTP server at an https:// URL, a proxy that refuses the
+// tunnel) leaves no pending create, and its error is no "outcome
+// unknown": nothing can have made a task. A call that failed after it was
+// written (the connection reset, no reply in time), or whose transport got
+// a connection before the dial error it returns, stays pending. Each
+// against a real listener. Before, every failure but a failed dial left a
+// pending create that "mcptasks tasks --resume" could never settle.
+func TestPendingCreate_NotSent(t *testing.T) {
+	t.Parallel()
+	quiet := log.New(io.Discard, "", 0) // the servers' TLS handshake errors
+	plain := func(t *testing.T, h http.HandlerFunc) *httptest.Server {
+		s := httptest.NewUnstartedServer(h)
+		s.Config.ErrorLog = quiet
+		s.Start()
+		t.Cleanup(s.Close)
+		return s
+	}
+	answer := func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"jsonrpc":"2.0","id":1,"result":{"content":[]}}`)
+	}
+	for _, tc := range []struct {
+		name string
+		// setup returns the endpoint and the HTTP client to call it with.
+		setup func(t *testing.T) (string, *http.Client)
+		kept  bool  // the pending create stays: the outcome is unknown
+		is    error // if set, the error matches it
+	}{
+		{name: "ConnectionRefused", setup: func(t *testing.T) (string, *http.Client) {
+			return "http://" + closedPort(t) + "/mcp", &http.Client{Transport: &http.Transport{}}
+		}, is: syscall.ECONNREFUSED},
+		{name: "DNSFailure", setup: func(t *testing.T) (string, *http.Client) {
+			noDNS := &net.Resolver{PreferGo: true, Dial: func(context.Context, string, string) (net.Conn, error) {
+				return nil, errors.New("no DNS server here")
+			}}
+			return "http://mcp.invalid/mcp", &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Resolver: noDNS}).DialContext}}
+		}},
+		{name: "HTTPSToPlainHTTP", setup: func(t *testing.T) (string, *http.Client) {
+			s := plain(t, answer)
+			return strings.Replace(s.URL, "http://", "https://", 1) + "/mcp", &http.Client{Transport: &http.Transport{}}
+		}, is: http.ErrSchemeMismatch},
+		{name: "UntrustedCertificate", setup: func(t *testing.T) (string, *http.Client) {
+			s := httptest.NewUnstartedServer(http.HandlerFunc(answer))
+			s.Config.ErrorLog = quiet
+			s.StartTLS()
+			t.Cleanup(s.Close)
+			return s.URL + "/mcp", &http.Client{Transport: &http.Transport{}} // not s.Client(): its certificate is unknown
+		}},
+		{name: "TLSAlert", setup: func(t *testing.T) (string, *http.Client) {
+			s := httptest.NewUnstartedServer(http.HandlerFunc(answer))
+			s.Config.ErrorLog = quiet
+			s.TLS = &tls.Config{MinVersion: tls.VersionTLS13}
+			s.StartTLS()
+			t.Cleanup(s.Close)
+			tr := s.Client().Transport.(*http.Transport).Clone()
+			tr.TLSClientConfig.MaxVersion = tls.VersionTLS12 // the server answers with an alert
+			return s.URL + "/mcp", &http.Client{Transport: tr}
+		}},
+		{name: "HandshakeCut", setup: func(t *testing.T) (string, *http.Client) {
+			l := closingListener(t) // accepts, then closes before any reply
+			return "https://" + l + "/mcp", &http.Client{Transport: &http.Transport{}}
+		}},
+		{name: "ProxyUnreachable", setup: func(t *testing.T) (string, *http.Client) {
+			proxy := &url.URL{Scheme: "http", Host: closedPort(t)}
+			return "http://mcp.test/mcp", &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxy)}}
+		}, is: syscall.ECONNREFUSED},
+		{name: "ResetAfterRequest", kept: true, setup: func(t *testing.T) (string, *http.Client) {
+			s := plain(t, func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the whole request arrived
+				conn, _, _ := http.NewResponseController(w).Hijack()
+				conn.Close()
+			})
+			return s.URL + "/mcp", &http.Client{Transport: &http.Transport{}}
+		}},
+		{name: "NoReplyInTime", kept: true, setup: func(t *testing.T) (string, *http.Client) {
+			stop := make(chan struct{})
+			s := plain(t, func(_ http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body) // the whole request arrived
+				select {
+				case <-r.Context().Done():
+				case <-stop:
+				}
+			})
+			t.Cleanup(func() { close(stop) }) // before s.Close
+
+			return s.URL + "/mcp", &http.Client{Transport: &http.Transport{}, Timeout: 200 * time.Millisecond}
+		}, is: context.DeadlineExceeded},
+		// A transport that sent the request, then tried again and could
+		// not dial: its error says nothing of the first try.
+		{name: "ConnectionThenDialError", kept: true, setup: func(t *testing.T) (string, *http.Client) {
+			s := plain(t, answer)
+			base := &http.Transport{}
+			return s.URL + "/mcp", &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if resp, err := base.RoundTrip(r); err == nil {
+					resp.Body.Close()
+				}
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+			})}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			endpoint, hc := tc.setup(t)
+			ctx := testContext(t)
+			j := client.MemoryJournal()
+			c := client.New(endpoint, &client.Options{HTTPClient: hc, Journal: j, ProtocolVersion: client.ProtocolVersion, CreateRetries: -1})
+			_, err := c.CallTool(ctx, "greet", map[string]any{"name": "Ada"})
+			var te *client.TransportError
+			if !errors.As(err, &te) {
+				t.Fatalf("CallTool: %v; want a *TransportError", err)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Errorf("CallTool: %v; want an error matching %v", err, tc.is)
+			}
+			entries, lerr := j.List(ctx)
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if kept := len(entries) == 1 && entries[0].Pending(); kept != tc.kept || len(entries) > 1 {
+				t.Errorf("after %v:\njournal %+v; want the pending create kept: %v", err, entries, tc.kept)
+			}
+		})
+	}
+}
+
+// closedPort returns the address of a port nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// closingListener returns the address of a listener that closes every
+// connection it accepts at once, until the test ends.
+func closingListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { l.Close(); wg.Wait() })
+	wg.Go(func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conn.Close()
+		}
+	})
+	return l.Addr().String()
 }

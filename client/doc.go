@@ -61,10 +61,13 @@
 // the task), and a stream that breaks, leave the wait polling tasks/get
 // every pollIntervalMs, as the server suggests, within
 // [Options.MinPollInterval] and [Options.MaxPollInterval]. [PollOnly]
-// skips the subscription. Transient failures (transport errors, HTTP 5xx,
-// -32603) are retried up to [Options.MaxConsecutiveFailures] in a row;
-// [Options.RequestTimeout] bounds each request without cutting
-// subscriptions short.
+// skips the subscription. Transient failures (transport errors such as a
+// refused connection, HTTP 5xx, -32603) are retried with pauses that grow
+// up to 5 s, for [Options.RetryBudget] (2 minutes by default, to ride out
+// a restart or a deploy of the server); a wait that gives up returns an
+// *[UnavailableError]: the task may still be running, and waiting again
+// takes it up. [Options.RequestTimeout] bounds each request without
+// cutting subscriptions short.
 //
 // [Client.WaitAll] and [Client.Watch] wait for many tasks with one
 // scheduling loop, at most [Options.MaxInFlight] requests at once and one
@@ -78,12 +81,13 @@
 // handles of the tasks that were not seen to end, to wait for again.
 // A call is recorded before it is sent, as a pending create
 // ([Entry.Pending]) that the task's entry replaces (a call the journal
-// cannot record is not sent): when a program ends
-// while the call is on the wire, [Client.Pending] lists the call at the
-// next start and [Client.Resend] sends it again with its idempotency key,
-// getting the task the first request made (from a server that honours
-// keys, within the task's TTL; a call the server answers at once runs
-// again).
+// cannot record is not sent; one that failed before it reached the server,
+// such as a refused connection or a failed TLS handshake, is removed):
+// when a program ends while the call is on the wire, [Client.Pending]
+// lists the call at the next start and [Client.Resend] sends it again with
+// its idempotency key, getting the task the first request made (from a
+// server that honours keys, within the task's TTL; a call the server
+// answers at once runs again).
 //
 // # Creating a task exactly once
 //

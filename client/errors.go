@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -187,6 +188,10 @@ type TransportError struct {
 	// information, query and fragment), as its text is logged.
 	URL string
 	Err error
+
+	// notSent: the request is known never to have reached the server
+	// (see notSent).
+	notSent bool
 }
 
 func (e *TransportError) Error() string {
@@ -232,6 +237,35 @@ func (e *TaskError) Unwrap() error {
 	}
 	return e.Err
 }
+
+// UnavailableError ends a wait that gave up on a task whose server kept
+// failing: its requests failed transiently (the server unreachable, as
+// while it restarts; HTTP 5xx; -32603) for Options.RetryBudget, or
+// Options.MaxConsecutiveFailures times in a row. It says nothing of the
+// task, which may still be running: wait for it again once the server is
+// back, with [Task.Wait] on Task (from another process, on a handle from
+// [Client.Task] or [Client.Resume]). Unwrap gives the last failure.
+type UnavailableError struct {
+	// TaskID is the task waited for, and Task its handle.
+	TaskID string
+	Task   *Task
+	// Failures is how many requests failed in a row, over For: from the
+	// first of them to the last.
+	Failures int
+	For      time.Duration
+	// Err is the last failure.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	d := e.For.Round(time.Second)
+	if e.For < time.Second {
+		d = e.For.Round(time.Millisecond)
+	}
+	return fmt.Sprintf("task %s: stopped waiting after %d failed requests in %s; the task may still be running: %v", e.TaskID, e.Failures, d, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // InputRequiredError reports input the server asked for when the client
 // has no [InputHandler] to answer it. For a task, answer with

@@ -91,7 +91,6 @@ type Task struct {
 	// inputIDs are the JSON-RPC ids of the requests a 2025-11-25 server
 	// sent for the task, by input key.
 	inputIDs map[string]json.RawMessage
-	fails    int // transient polling failures in a row
 
 	inputMu sync.Mutex // one input round at a time, so each key is asked once
 

@@ -204,9 +204,10 @@ func (c *Client) roundTripHTTP(ctx context.Context, verb, method string, body []
 	case body != nil:
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, verb, c.url, rd)
+	var tr connTrace
+	req, err := http.NewRequestWithContext(tr.with(ctx), verb, c.url, rd)
 	if err != nil {
-		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+		return nil, &TransportError{Method: method, URL: c.url, Err: err, notSent: true}
 	}
 	for name, vs := range h {
 		req.Header[name] = vs
@@ -220,7 +221,7 @@ func (c *Client) roundTripHTTP(ctx context.Context, verb, method string, body []
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: method, URL: c.url, Err: err}
+		return nil, &TransportError{Method: method, URL: c.url, Err: err, notSent: notSent(err, &tr)}
 	}
 	return resp, nil
 }

@@ -178,8 +178,10 @@ func (c *Client) CallAndWait(ctx context.Context, name string, args any, opts ..
 // failed or cancelled task returns a *[TaskError]; input without an
 // InputHandler (and without [ManualInput]) an *[InputRequiredError]; an
 // unknown or expired task an error matching [ErrInvalidParams]. Transient
-// errors (transport, HTTP 5xx, -32603) are retried up to
-// Options.MaxConsecutiveFailures in a row.
+// errors (transport, HTTP 5xx, -32603: a server that restarts) are retried
+// with growing pauses for Options.RetryBudget (2 minutes by default) from
+// the first of them; past it the wait returns an *[UnavailableError], and
+// the task may still be running: Wait again later.
 func (t *Task) Wait(ctx context.Context, opts ...WaitOption) (*mcp.CallToolResult, error) {
 	return t.wait(ctx, newWaitConfig(opts))
 }
@@ -198,14 +200,22 @@ type stepOutcome struct {
 	next   time.Duration // when not done: the wait before the next round
 }
 
+// failureRun is a run of rounds of one wait of a task that failed
+// transiently, one after the other.
+type failureRun struct {
+	n     int       // rounds that failed
+	since time.Time // when the first of them did
+}
+
 // step runs one round of a wait: a status (pushed, or read with tasks/get
-// if pushed is nil, and then reported), then its input handled.
-func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus) stepOutcome {
+// if pushed is nil, and then reported), then its input handled. failed is
+// the wait's run of failed rounds before this one.
+func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus, failed *failureRun) stepOutcome {
 	st := pushed
 	if st == nil {
 		var err error
 		if st, err = t.Get(ctx); err != nil {
-			return t.failure(ctx, err)
+			return t.failure(ctx, err, failed)
 		}
 	} else {
 		t.mu.Lock()
@@ -213,49 +223,72 @@ func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus) step
 		t.mu.Unlock()
 		t.record(ctx, st, nil)
 	}
-	t.mu.Lock()
-	t.fails = 0
-	t.mu.Unlock()
 	if pushed == nil {
 		// A pushed status was reported when it arrived; reporting it
 		// again here could follow a later one that arrived meanwhile
 		// (with the same lastUpdatedAt, so not seen as older).
 		w.report(st)
 	}
+	out := stepOutcome{next: t.c.interval(st)}
 	switch st.Status {
 	case task.Completed:
-		return stepOutcome{done: true, result: st.Result}
+		out = stepOutcome{done: true, result: st.Result}
 	case task.Failed:
-		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage, Err: st.Error}}
+		out = stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage, Err: st.Error}}
 	case task.Cancelled:
-		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage}}
+		out = stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage}}
 	case task.InputRequired:
 		if err := t.handleInput(ctx, w, st); err != nil {
 			var ire *InputRequiredError
-			if errors.As(err, &ire) {
-				return stepOutcome{done: true, err: err}
+			if !errors.As(err, &ire) {
+				return t.failure(ctx, err, failed)
 			}
-			return t.failure(ctx, err)
+			out = stepOutcome{done: true, err: err}
 		}
 	}
-	return stepOutcome{next: t.c.interval(st)}
+	t.succeeded(failed)
+	return out
 }
 
-// failure ends the wait, unless err is transient and the budget of
-// consecutive failures is not spent.
-func (t *Task) failure(ctx context.Context, err error) stepOutcome {
+// succeeded ends the run of failed rounds, if any: a round went through.
+func (t *Task) succeeded(failed *failureRun) {
+	if failed.n > 0 {
+		t.c.log.Info("a task's server answers again", "task", t.ID, "failures", failed.n, "after", time.Since(failed.since).Round(time.Millisecond))
+	}
+	*failed = failureRun{}
+}
+
+// failure ends the wait with err, unless err is transient and the wait has
+// not been failing for Options.RetryBudget (nor, if set, for
+// Options.MaxConsecutiveFailures rounds): then the round is retried after
+// a pause that grows with each failure in a row (see backoff), the last
+// retry coming when the budget ends. A wait that gives up returns an
+// *UnavailableError. The first failure of a run is logged as a warning,
+// its retries at debug level, and the end of the run (see succeeded) at
+// info level: a restart of the server logs two lines, not one per retry.
+func (t *Task) failure(ctx context.Context, err error, failed *failureRun) stepOutcome {
 	if ctx.Err() != nil || !transient(err) {
 		return stepOutcome{done: true, err: err}
 	}
-	t.mu.Lock()
-	t.fails++
-	n, last := t.fails, t.last
-	t.mu.Unlock()
-	if n >= t.c.opts.MaxConsecutiveFailures {
-		return stepOutcome{done: true, err: fmt.Errorf("task %s: %d failures in a row: %w", t.ID, n, err)}
+	now := time.Now()
+	if failed.n == 0 {
+		failed.since = now
 	}
-	t.c.log.Warn("polling a task failed; retrying", "task", t.ID, "attempt", n, "err", err)
-	return stepOutcome{next: t.c.interval(last)}
+	failed.n++
+	n, since, last := failed.n, failed.since, t.Last()
+	o := &t.c.opts
+	giveUpAt := since.Add(o.RetryBudget)
+	if !now.Before(giveUpAt) || o.MaxConsecutiveFailures > 0 && n >= o.MaxConsecutiveFailures {
+		return stepOutcome{done: true, err: &UnavailableError{TaskID: t.ID, Task: t, Failures: n, For: now.Sub(since), Err: err}}
+	}
+	base := t.c.interval(last)
+	next := min(backoff(n, base, max(base, maxRetryDelay)), giveUpAt.Sub(now))
+	if n == 1 {
+		t.c.log.Warn("a request for a task failed; retrying until the server answers", "task", t.ID, "retry_for", o.RetryBudget, "err", err)
+	} else {
+		t.c.log.Debug("a request for a task failed again; retrying", "task", t.ID, "attempt", n, "next", next, "err", err)
+	}
+	return stepOutcome{next: next}
 }
 
 // handleInput answers the keys of st not answered before, then sends the

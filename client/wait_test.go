@@ -1,14 +1,22 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -290,5 +298,155 @@ func TestNoPushRemembered(t *testing.T) {
 	}
 	if n := len(rec.requests("subscriptions/listen")); n != 1 {
 		t.Errorf("%d subscriptions/listen for three waits, want 1", n)
+	}
+}
+
+// outageServer is a task server in a synctest bubble (through
+// handlerTransport, no network) whose connections are refused while it is
+// down, as while it restarts. Its one task, t-1, works until done is set.
+type outageServer struct {
+	down, done atomic.Bool
+	refused    atomic.Int32 // requests refused while down
+}
+
+func (s *outageServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.down.Load() {
+		s.refused.Add(1)
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return handlerTransport{http.HandlerFunc(s.serve)}.RoundTrip(req)
+}
+
+func (s *outageServer) serve(w http.ResponseWriter, r *http.Request) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&m)
+	status := `"status":"working"`
+	if s.done.Load() {
+		status = `"status":"completed","result":{"content":[{"type":"text","text":"done"}]}`
+	}
+	resultType := "complete"
+	if m.Method == "tools/call" {
+		resultType, status = "task", `"status":"working"`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"resultType":%q,"taskId":"t-1",%s,"createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":null,"pollIntervalMs":1000}}`, m.ID, resultType, status)
+}
+
+// TestWait_ServerRestart: a wait rides out a server that refuses
+// connections (a restart: it drains with its listener closed, then the
+// next process starts) for longer than the five failures a wait used to
+// allow (about 5 s at a poll a second), retrying with growing pauses, and
+// CallAndWait (what "mcptasks call" runs) does the same; a server down
+// past Options.RetryBudget (2 minutes by default) ends the wait, exactly
+// then, with an *UnavailableError that carries the task's handle, which
+// waits again once the server is back. The deprecated
+// MaxConsecutiveFailures still ends a wait after that many failures. In a
+// synctest bubble: the times are the fake clock's. Before, every one of
+// these waits ended after 5 failures with "5 failures in a row".
+func TestWait_ServerRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts client.Options
+		call bool // CallAndWait rather than Task.Wait
+		// The server goes down 2.5 s after the wait starts (after its
+		// polls at 0, 1 and 2 s), for downFor.
+		downFor time.Duration
+		// giveUpAt, if not zero, is when the wait ends with an
+		// *UnavailableError, after about failures failed requests
+		// (within ±20% for the jitter, when the budget ends the wait).
+		giveUpAt time.Duration
+		failures int
+	}{
+		{name: "Restart", downFor: 20 * time.Second},
+		{name: "RestartDuringCall", call: true, downFor: 20 * time.Second},
+		{name: "DeployOf100s", downFor: 100 * time.Second},
+		// First failure at 3 s, the budget ends at 3 s + 2 min; pauses of
+		// 1, 2, 4 s, then 5 s: about 26 failures.
+		{name: "PastBudget", downFor: 10 * time.Minute, giveUpAt: 123 * time.Second, failures: 26},
+		{name: "ShortBudget", opts: client.Options{RetryBudget: 10 * time.Second}, downFor: 20 * time.Second, giveUpAt: 13 * time.Second, failures: 5},
+		{name: "NoRetries", opts: client.Options{RetryBudget: -1}, downFor: 20 * time.Second, giveUpAt: 3 * time.Second, failures: 1},
+		// Failures at 3 s, then after pauses of about 1 and 2 s.
+		{name: "MaxConsecutiveFailures", opts: client.Options{MaxConsecutiveFailures: 3}, downFor: 20 * time.Second, giveUpAt: 6 * time.Second, failures: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				srv := &outageServer{}
+				opts := tc.opts
+				opts.ProtocolVersion = client.ProtocolVersion
+				opts.HTTPClient = &http.Client{Transport: srv}
+				var logs bytes.Buffer
+				opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+				c := client.New("http://mcp.test/mcp", &opts)
+				start := time.Now()
+				wait := c.Task("t-1").Wait
+				if tc.call {
+					wait = func(ctx context.Context, opts ...client.WaitOption) (*mcp.CallToolResult, error) {
+						return c.CallAndWait(ctx, "slow_compute", nil, opts...)
+					}
+				}
+				upAt := 2500*time.Millisecond + tc.downFor
+				var outage sync.WaitGroup
+				defer outage.Wait() // whatever the wait did: no goroutine outlives the bubble
+				outage.Go(func() {
+					time.Sleep(2500 * time.Millisecond)
+					srv.down.Store(true)
+					time.Sleep(tc.downFor)
+					srv.done.Store(true) // the task ended while the server was down
+					srv.down.Store(false)
+				})
+				res, err := wait(t.Context(), client.PollOnly())
+				took := time.Since(start)
+				if tc.giveUpAt == 0 {
+					if err != nil || text(res) != "done" {
+						t.Fatalf("wait through %s of refused connections: %v, %v; want the result", tc.downFor, res, err)
+					}
+					// The retries back off to at most 5 s (+20%): the
+					// wait sees the server back within 6 s, without a
+					// request every second meanwhile.
+					if took < upAt || took > upAt+6*time.Second {
+						t.Errorf("the wait ended %s after it began; want within 6 s of the server's return at %s", took, upAt)
+					}
+					if max := int32(tc.downFor/(4*time.Second)) + 4; srv.refused.Load() > max {
+						t.Errorf("%d requests refused in %s; want at most %d (pauses of up to 5 s)", srv.refused.Load(), tc.downFor, max)
+					}
+					// One warning when the failures begin, one line when
+					// they end; the retries between log at debug level.
+					if got := logs.String(); strings.Count(got, "level=WARN") != 1 || strings.Count(got, "level=INFO") != 1 || !strings.Contains(got, "answers again") {
+						t.Errorf("logs at info level and above:\n%s\nwant one warning and one line saying the server answers again", got)
+					}
+					return
+				}
+				var ue *client.UnavailableError
+				if !errors.As(err, &ue) {
+					t.Fatalf("wait through %s of refused connections: %v, %v; want an *UnavailableError", tc.downFor, res, err)
+				}
+				if tc.failures > 1 {
+					// The jitter moves each retry by up to ±20%.
+					if took < tc.giveUpAt-tc.giveUpAt/5 || took > tc.giveUpAt+tc.giveUpAt/5 {
+						t.Errorf("the wait gave up %s after it began; want about %s", took, tc.giveUpAt)
+					}
+				}
+				if tc.opts.MaxConsecutiveFailures == 0 && took != tc.giveUpAt {
+					t.Errorf("the wait gave up %s after it began; want %s, when the budget ends", took, tc.giveUpAt)
+				}
+				if lo, hi := tc.failures-tc.failures/5, tc.failures+tc.failures/5; ue.Failures < lo || ue.Failures > hi || int32(ue.Failures) != srv.refused.Load() {
+					t.Errorf("UnavailableError.Failures = %d (%d refused); want %d to %d", ue.Failures, srv.refused.Load(), lo, hi)
+				}
+				if ue.TaskID != "t-1" || ue.Task == nil || ue.Task.ID != "t-1" {
+					t.Errorf("UnavailableError names task %q (handle %v); want t-1 and its handle", ue.TaskID, ue.Task)
+				}
+				if !errors.Is(err, syscall.ECONNREFUSED) || !strings.Contains(err.Error(), "the task may still be running") {
+					t.Errorf("error %q: want it to wrap the refusal and say the task may still be running", err)
+				}
+				// The handle waits again once the server is back.
+				outage.Wait()
+				if res, err := ue.Task.Wait(t.Context(), client.PollOnly()); err != nil || text(res) != "done" {
+					t.Errorf("waiting again after the server's return: %v, %v; want the result", res, err)
+				}
+			})
+		})
 	}
 }

@@ -61,6 +61,9 @@ type watchItem struct {
 	// reread asks for a round as soon as the running one ends: the
 	// subscription began while it ran.
 	reread bool
+	// failed is the run of rounds that failed, touched only by the round
+	// that has the item.
+	failed failureRun
 	out    stepOutcome
 }
 
@@ -99,7 +102,7 @@ func (c *Client) watch(ctx context.Context, tasks []*Task, w *waitConfig, delive
 	for range workers {
 		wg.Go(func() {
 			for it := range jobs {
-				it.out = it.task.step(ctx, w, it.job)
+				it.out = it.task.step(ctx, w, it.job, &it.failed)
 				results <- it
 			}
 		})

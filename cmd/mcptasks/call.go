@@ -45,7 +45,10 @@ JSON string to keep a number a string: id='"5"'.
 
 Changes show as they happen: by the server's notifications/tasks when it
 offers them (subscriptions/listen), else by polling tasks/get as its
-pollIntervalMs says.
+pollIntervalMs says. A server that fails meanwhile (it restarts: connections
+refused, HTTP 5xx, -32603) is retried, with pauses growing up to 5 s, for
+` + retryBudgetText + ` from its first failure; past that the command exits 3, saying
+how to follow the task again (the task may still be running).
 
 On a terminal (stdout is one), a status line shows the task's status and
 status message, questions of the server (elicitation forms) are asked one

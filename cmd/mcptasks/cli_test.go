@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -224,6 +225,38 @@ func TestCLI_Errors(t *testing.T) {
 			}
 			if tc.code == exitUsage && !strings.Contains(errOut, "--help") {
 				t.Errorf("usage error without a hint: %q", errOut)
+			}
+		})
+	}
+}
+
+// TestCLI_CallNotSent: a call that fails before it reaches the server
+// (nothing listens; an https:// URL of a plain-HTTP server) exits 3 with
+// the error as it is, and leaves no pending call in the journal: "tasks"
+// lists nothing and "tasks --resume" succeeds. Before, the https:// call
+// left a "key:… pending" entry that every "tasks --resume" failed on (exit
+// 3) until "tasks --forget".
+func TestCLI_CallNotSent(t *testing.T) {
+	plain := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(plain.Close)
+	for _, tc := range []struct {
+		name, url, stderr string
+	}{
+		{"Refused", "http://" + freeAddr(t) + "/mcp", "connection refused"},
+		{"HTTPSToPlainHTTP", strings.Replace(plain.URL, "http://", "https://", 1) + "/mcp", "server gave HTTP response to HTTPS client"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			journal := filepath.Join(t.TempDir(), "journal.json")
+			out, errOut, code := cliRun(t, journal, "call", tc.url, "greet", "name=Ada")
+			if code != exitTransport || !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("call: exit %d, stderr %q; want exit %d and %q\nstdout: %s", code, errOut, exitTransport, tc.stderr, out)
+			}
+			if out := cliMust(t, exitOK, journal, "tasks", "--json"); strings.TrimSpace(out) != "[]" {
+				t.Errorf("tasks --json after the call:\n%s\nwant no entry", out)
+			}
+			if out := cliMust(t, exitOK, journal, "tasks", "--resume"); !strings.Contains(out, "No tasks in the journal.") {
+				t.Errorf("tasks --resume after the call:\n%s", out)
 			}
 		})
 	}

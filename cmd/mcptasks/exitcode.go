@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -33,12 +34,16 @@ var exitCodes = []struct {
 	{exitOK, "success; for call and wait: the tool completed"},
 	{exitToolError, "the tool completed with a tool error (isError: true)"},
 	{exitUsage, "usage or configuration error: bad flags or arguments, a task id not in the journal, an unreadable journal"},
-	{exitTransport, "transport or protocol error: server unreachable, HTTP error, JSON-RPC error (an unknown or expired task id too)"},
+	{exitTransport, "transport or protocol error: server unreachable (following a task, call and wait retry for " + retryBudgetText + " first, long enough for a restart; the task may still be running: \"mcptasks wait ID\" follows it again), HTTP error, JSON-RPC error (an unknown or expired task id too)"},
 	{exitTaskFailed, "the task failed (a JSON-RPC error, or its worker was lost)"},
 	{exitTaskCancelled, "the task was cancelled (or the call was interrupted before its task was known: if it was on the wire, \"mcptasks tasks\" lists it as pending)"},
 	{exitDetached, "detached: the task is still running; come back with \"mcptasks wait ID\""},
 	{exitInputRequired, "the task needs input and stdin is not a terminal; the request is printed as JSON: answer it with \"mcptasks answer ID ...\""},
 }
+
+// retryBudgetText is how long call and wait retry a server that fails
+// (client.DefaultRetryBudget), in words.
+var retryBudgetText = fmt.Sprintf("%d minutes", int(client.DefaultRetryBudget/time.Minute))
 
 // exitCodesHelp formats the rows of exitCodes for codes (every row if
 // none are given) for a help text.

@@ -90,6 +90,7 @@ func (f *follower) run(wait waitFunc) error {
 func (f *follower) outcome(res *mcp.CallToolResult, err error, interrupt bool) (done bool, _ error) {
 	var ire *client.InputRequiredError
 	var te *client.TaskError
+	var ue *client.UnavailableError
 	switch {
 	case err == nil:
 		var raw []byte
@@ -118,6 +119,10 @@ func (f *follower) outcome(res *mcp.CallToolResult, err error, interrupt bool) (
 		return f.choose(f.con.ctx)
 	case f.con.ctx.Err() != nil:
 		return true, f.out.detached(f.t, f.waitHint)
+	case errors.As(err, &ue):
+		// The server failed for client.DefaultRetryBudget (it is down,
+		// not restarting): the task may still be running there.
+		return true, fmt.Errorf("%w\nFollow it again once the server is back: %s", err, f.waitHint)
 	}
 	return true, explainTaskError(f.t.ID, err)
 }
