@@ -21,12 +21,11 @@ until it ends, exactly as call does: a status line and prompts on a terminal,
 JSON lines otherwise (see "mcptasks call --help"). Questions answered before,
 here or with "mcptasks answer", are not asked again.
 
-ID is a task id from "mcptasks tasks", or a prefix of one that is unique in
-the journal.
+` + idHelp + `
 
 ` + exitCodesHelp(),
-		Example: `  mcptasks wait 3f9c2a
-  mcptasks wait --url http://127.0.0.1:8080/mcp 3f9c2a71d0e84b6f9a1c5e2d7b804f13`,
+		Example: `  mcptasks wait AaJDdmLSHe
+  mcptasks wait --url http://127.0.0.1:8080/mcp AaJDdmLSHeul_aCan1Fo20YwTAjoBENt`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return runWait(cmd.Context(), &f, args[0], osStreams())
