@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -172,7 +173,10 @@ func (p *Proxy) taskCallError(ctx, callCtx context.Context, a *asker, doing, nam
 	}
 	var te *client.TaskError
 	var re *client.Error
+	var op *net.OpError
 	switch {
+	case errors.As(err, &op) && op.Op == "dial":
+		return p.failure(nil, "upstream %s: cannot connect: %v", p.name, err)
 	case errors.As(err, &te) && te.Err != nil:
 		up := &jsonrpc.Error{Code: te.Err.Code, Message: te.Err.Message, Data: te.Err.Data}
 		return p.failure(up, "upstream %s: the task of tools/call %q failed with error %d: %s", p.name, name, te.Err.Code, te.Err.Message)

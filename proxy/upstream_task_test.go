@@ -514,3 +514,39 @@ func TestProxyElicit_Released(t *testing.T) {
 		t.Error("the upstream's call was not cancelled")
 	}
 }
+
+// TestProxyTaskUpstream_Unreachable: a call to an upstream that serves
+// tasks, once it cannot be reached, fails with the message of any other
+// upstream that cannot be reached (examples/proxy.md).
+func TestProxyTaskUpstream_Unreachable(t *testing.T) {
+	up := mcpserver.New(&mcp.Implementation{Name: "upstream", Version: "0"}, serverOptions())
+	if err := tasktools.Register(up, &tasktools.Options{Step: 20 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(context.WithoutCancel(t.Context())); err != nil {
+		t.Fatal(err)
+	}
+	defer up.Shutdown(context.Background())
+	hs := httptest.NewServer(up.Handler())
+	p, err := proxy.New(t.Context(), &proxy.Upstream{URL: hs.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs.Close() // the proxy learnt that it serves tasks; now it is gone
+	srv := mcpserver.New(&mcp.Implementation{Name: "proxy", Version: "0"}, serverOptions())
+	if err := p.Register(srv); err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(serveHTTP(t, srv), &client.Options{MinPollInterval: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
+	defer cancel()
+	cr, err := c.CallTool(ctx, "slow_compute", map[string]any{"seconds": 1})
+	if err != nil || cr.Task == nil {
+		t.Fatalf("CallTool: %+v, %v", cr, err)
+	}
+	_, err = cr.Task.Wait(ctx)
+	var te *client.TaskError
+	if !errors.As(err, &te) || te.Err == nil || !strings.Contains(te.Err.Message, "cannot connect") {
+		t.Errorf("the task of an unreachable upstream ended with %v, want failed with \"cannot connect\"", err)
+	}
+}
