@@ -91,7 +91,7 @@ type Tool struct {
 	// OutputLimit is how many bytes of stdout the result keeps.
 	OutputLimit int
 	// Grace is the time between SIGTERM and SIGKILL when a command is
-	// stopped.
+	// stopped, for every process of its group.
 	Grace time.Duration
 	// Line is where the tool starts in the file.
 	Line int

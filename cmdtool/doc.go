@@ -59,10 +59,13 @@
 // # Running
 //
 // The command runs in its own process group, with stdin from /dev/null,
-// and an environment of PATH, HOME and LANG from the server (plus
-// inherit_env), MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT inside a task, the
-// MCPTASKS_ARG_* variables with env_args, and env: nothing else of the
-// server's environment is passed on. The command runs as the server's
+// stdout and stderr to the server, and no other file descriptor: Go opens
+// its own close-on-exec, and mcptasks serve and worker with --tools mark
+// those they inherited close-on-exec at start-up (a program that calls
+// Register should too). Its environment holds PATH, HOME and LANG from
+// the server (plus inherit_env), MCPTASKS_TASK_ID and MCPTASKS_ATTEMPT
+// inside a task, the MCPTASKS_ARG_* variables with env_args, and env:
+// nothing else of the server's environment is passed on. The command runs as the server's
 // user, though, and can read what that user can: the store's file, and,
 // unless the server made itself non-dumpable (mcptasks serve and worker
 // with --tools do: prctl PR_SET_DUMPABLE), the server's own environment
@@ -85,10 +88,12 @@
 // stderr and then stdout. A command that cannot start gives an isError
 // result too. When the task is cancelled (or the timeout passes, or the
 // server gives the task up), the whole group gets SIGTERM, then SIGKILL
-// after grace; whatever way the command ends, what is left of its group
-// is killed before the handler returns. At shutdown, grace comes after the
-// server's drain (--drain-timeout): the host's stop timeout should cover
-// both.
+// after grace: every process of the group gets grace, not only the first
+// (a child that cleans up on SIGTERM under a shell that exits at once),
+// and SIGKILL comes as soon as none is left. Whatever way the command
+// ends, what is left of its group is killed before the handler returns.
+// At shutdown, grace comes after the server's drain (--drain-timeout):
+// the host's stop timeout should cover both.
 //
 // A call that runs inline (task: never, or task: optional from a client
 // that does not declare the Tasks extension) runs the same way, without

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,10 @@ import (
 // process that left the command's process group (setsid, a daemon) can
 // hold the pipes open after the group is killed.
 const ioWait = 2 * time.Second
+
+// groupPoll is how often a stopped command's process group is checked
+// for live processes during the grace period, once its leader has exited.
+const groupPoll = 50 * time.Millisecond
 
 // maxLine bounds a line passed to the status message; the rest of a
 // longer line is dropped there (not from the output).
@@ -53,7 +58,8 @@ type outcome struct {
 
 // execute runs the command to its end. The command gets its own process
 // group; when ctx is done or the timeout passes, the group gets SIGTERM,
-// then SIGKILL after the grace period. Whatever way the command ends,
+// then SIGKILL once no process of it is left or the grace period has
+// passed, whichever comes first. Whatever way the command ends,
 // what is left of its group is killed before execute returns, so no
 // process of the group outlives it. The error is only for a command that
 // could not start (or, in theory, be waited for).
@@ -144,8 +150,10 @@ func (g *group) signal(sig syscall.Signal) {
 	_ = syscall.Kill(-g.pgid, sig)
 }
 
-// terminate sends SIGTERM to the group and waits for the leader to exit
-// for at most grace. The caller sends SIGKILL after it.
+// terminate sends SIGTERM to the group and waits, for at most grace,
+// until no process of it is left alive: the leader and every other member,
+// such as a child that traps SIGTERM to clean up under a wrapper (sh, a
+// script) that dies at once. The caller sends SIGKILL after it.
 func (g *group) terminate(exited <-chan struct{}, grace time.Duration) {
 	g.signal(syscall.SIGTERM)
 	t := time.NewTimer(grace)
@@ -153,7 +161,61 @@ func (g *group) terminate(exited <-chan struct{}, grace time.Duration) {
 	select {
 	case <-exited:
 	case <-t.C:
+		return
 	}
+	// The leader is left unreaped, a zombie that keeps the group in
+	// existence (kill(-pgid, 0) succeeds until it is reaped): look in /proc
+	// for members still alive.
+	tick := time.NewTicker(groupPoll)
+	defer tick.Stop()
+	for hasLiveMember(g.pgid) {
+		select {
+		case <-tick.C:
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// hasLiveMember reports whether process group pgid has a process that is
+// neither a zombie nor dead, from /proc/<pid>/stat. If /proc cannot be
+// listed it reports true, so that the caller waits out the grace period
+// it promised.
+func hasLiveMember(pgid int) bool {
+	d, err := os.Open("/proc")
+	if err != nil {
+		return true
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, name := range names {
+		if name == "" || name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + name + "/stat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and ")".
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.SplitN(strings.TrimSpace(string(b[i+1:])), " ", 4)
+		if len(f) < 4 || f[2] != want {
+			continue
+		}
+		switch f[0] {
+		case "Z", "X", "x": // a zombie or dead
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // reap kills the group and waits for the leader, once.

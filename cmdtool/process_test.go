@@ -243,6 +243,77 @@ while :; do sleep 0.05; done
 	}
 }
 
+// TestExecute_GraceForWholeGroup stops a command whose leader, a wrapper,
+// dies at once on SIGTERM while its child traps SIGTERM to clean up: the
+// child gets the grace period too, and execute returns once it is done,
+// not when grace ends. A cleanup longer than grace is cut short by SIGKILL.
+func TestExecute_GraceForWholeGroup(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		cleanup string // how long the child's TERM trap sleeps
+		grace   time.Duration
+		cleaned bool // whether the trap finishes (writes its file)
+	}{
+		{name: "CleanupWithinGrace", cleanup: "0.5", grace: 20 * time.Second, cleaned: true},
+		{name: "CleanupBeyondGrace", cleanup: "30", grace: 300 * time.Millisecond, cleaned: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			// The leader has no trap: SIGTERM kills it at once. Its child
+			// says "trapped" once its trap is set. (It loops on short
+			// sleeps: a "sleep 60 &" forked as SIGTERM comes may miss it
+			// and rightly hold the group until grace ends.)
+			script := writeScript(t, dir, "wrapper.sh", `echo "pgid $$"
+sh -c 'trap "sleep $1; touch \"$2\"; exit" TERM; echo trapped; while :; do sleep 0.05; done' child "$1" "$2" &
+wait
+`)
+			done := filepath.Join(dir, "cleaned")
+			l := newLines("pgid ", "trapped")
+			inv := shInvocation(script, tt.cleanup, done)
+			inv.onLine, inv.grace = l.add, tt.grace
+			ctx, cancel := context.WithCancel(t.Context())
+			type result struct {
+				o   *outcome
+				err error
+			}
+			results := make(chan result, 1)
+			go func() {
+				o, err := execute(ctx, inv)
+				results <- result{o, err}
+			}()
+			pgid, err := strconv.Atoi(strings.TrimPrefix(l.await(t, "pgid ", 10*time.Second), "pgid "))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.await(t, "trapped", 10*time.Second)
+			start := time.Now()
+			cancel()
+			r := <-results
+			took := time.Since(start)
+			if r.err != nil || !r.o.stopped {
+				t.Fatalf("execute: %v, %+v", r.err, r.o)
+			}
+			_, err = os.Stat(done)
+			if cleaned := err == nil; cleaned != tt.cleaned {
+				t.Errorf("the child's cleanup finished: %v, want %v (execute returned after %s, grace %s)", cleaned, tt.cleaned, took, tt.grace)
+			}
+			if took >= tt.grace+5*time.Second {
+				t.Errorf("execute returned %s after the cancel, grace %s", took, tt.grace)
+			}
+			if !tt.cleaned && took < tt.grace {
+				t.Errorf("execute returned %s after the cancel, before the %s grace period", took, tt.grace)
+			}
+			if tt.cleaned && took >= tt.grace/2 {
+				t.Errorf("execute returned %s after the cancel: it waited out most of the %s grace after the group was gone", took, tt.grace)
+			}
+			waitGroupGone(t, pgid, 5*time.Second)
+		})
+	}
+}
+
 func TestExecute_Timeout(t *testing.T) {
 	t.Parallel()
 	script := writeScript(t, t.TempDir(), "slow.sh", "echo started; sleep 60\n")

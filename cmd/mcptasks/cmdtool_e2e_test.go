@@ -468,3 +468,59 @@ func TestCommandTools_ServerEnvironHidden(t *testing.T) {
 		t.Errorf("a command reading the server's /proc/<pid>/environ got %q (isError %v); want it refused", got, res["isError"])
 	}
 }
+
+// TestCommandTools_InheritedFDsClosed: descriptors the server inherited
+// from its parent without close-on-exec (the marker file here, and any
+// this test inherited) are not passed on to the commands it runs: serve
+// with --tools marks every descriptor above stderr close-on-exec at
+// start-up.
+func TestCommandTools_InheritedFDsClosed(t *testing.T) {
+	dir := t.TempDir()
+	marker, err := os.Create(filepath.Join(dir, "inherited-marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer marker.Close()
+	tools := filepath.Join(dir, "tools.yaml")
+	if err := os.WriteFile(tools, []byte(`tools:
+  - name: fds
+    argv: [sh, -c, 'ls -l /proc/$$/fd']
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	logs := &bytes.Buffer{}
+	cmd := exec.Command(binary, "serve", "--listen", addr, "--store", "memory:", "--tools", tools)
+	cmd.Stderr = logs
+	cmd.ExtraFiles = []*os.File{marker} // fd 3 of the server, not close-on-exec
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs)
+		}
+	})
+	waitUp(t, addr, logs)
+	c := &rpc{url: "http://" + addr + "/mcp", tasks: true}
+	id := taskID(t, c.callTool(t, "fds", map[string]any{}))
+	done := c.waitStatus(t, id, "completed", 10*time.Second)
+	res, _ := done["result"].(map[string]any)
+	got := strings.Join(contentTexts(res), "\n")
+	if res["isError"] == true || !strings.Contains(got, "0 ->") {
+		t.Fatalf("listing the command's descriptors: %q (isError %v)", got, res["isError"])
+	}
+	// Beyond the marker, nothing the server (or this test) inherited
+	// from its parent: only stdin, stdout and stderr.
+	var fds []string
+	for _, line := range strings.Split(got, "\n") {
+		if f := strings.Fields(line); len(f) > 2 && f[len(f)-2] == "->" {
+			fds = append(fds, f[len(f)-3])
+		}
+	}
+	if !slices.Equal(fds, []string{"0", "1", "2"}) || strings.Contains(got, marker.Name()) {
+		t.Errorf("the command has descriptors %v, want only 0, 1 and 2:\n%s", fds, got)
+	}
+}

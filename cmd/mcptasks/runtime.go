@@ -324,6 +324,10 @@ func (f *runFlags) builtinTools() *toolSet {
 			if err := hideFromCommands(); err != nil {
 				return fmt.Errorf("--tools: hide the server's /proc from its commands: %w", err)
 			}
+			// Nor inherit the descriptors the server inherited.
+			if err := closeInheritedOnExec(); err != nil {
+				return fmt.Errorf("--tools: keep the server's inherited file descriptors from its commands: %w", err)
+			}
 			if err := cmdtool.Register(srv, f.tools.cfg); err != nil {
 				return fmt.Errorf("--tools: %w", err)
 			}
