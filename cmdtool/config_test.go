@@ -201,6 +201,23 @@ func TestParse_Errors(t *testing.T) {
 			"tools.yaml:6: tools[1].confirm: ", "is empty"},
 		{"tool not a mapping", "  - just a string\n",
 			"tools.yaml:4: tools[1]: ", "want a mapping"},
+		// A misspelt keyword would be an annotation, and drop its check.
+		{"schema pattern misspelt", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        name: {type: string, patern: '^[a-z]+$'}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.name.patern: ", "unknown JSON Schema keyword; did you mean pattern?"},
+		{"schema maxLength misspelt", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        name:\n          type: string\n          maxLenght: 8\n    argv: [printf]\n",
+			"tools.yaml:10: tools[1].input_schema.properties.name.maxLenght: ", "did you mean maxLength?"},
+		{"schema type swapped", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        n: {tpye: integer}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.n.tpye: ", "did you mean type?"},
+		{"schema required misspelt", "  - name: x\n    input_schema:\n      type: object\n      requird: [a]\n    argv: [printf]\n",
+			"tools.yaml:7: tools[1].input_schema.requird: ", "did you mean required?"},
+		{"schema enum plural", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        t: {type: string, enums: [a, b]}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.t.enums: ", "did you mean enum?"},
+		{"schema keyword capitalised", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        n: {type: integer, Minimum: 0}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.n.Minimum: ", "did you mean minimum?"},
+		{"schema ref without $", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        n: {ref: '#/$defs/n'}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.n.ref: ", "did you mean $ref?"},
+		{"schema misspelt in items", "  - name: x\n    input_schema:\n      type: object\n      properties:\n        l: {type: array, items: {type: string, patterm: '^a$'}}\n    argv: [printf]\n",
+			"tools.yaml:8: tools[1].input_schema.properties.l.items.patterm: ", "did you mean pattern?"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -215,6 +232,27 @@ func TestParse_Errors(t *testing.T) {
 				}
 			}
 			t.Errorf("error:\n%v\nwant a line starting %q containing %q", err, c.want, c.msg)
+		})
+	}
+}
+
+// TestParse_SchemaAnnotations checks that keys JSON Schema does not define
+// still pass when they are not a near miss of a keyword that checks
+// something: annotations, of the draft's or one's own.
+func TestParse_SchemaAnnotations(t *testing.T) {
+	t.Parallel()
+	for _, kv := range []string{
+		"title: Name", "description: The name.", "examples: [ann]", "$comment: why", "deprecated: true", "readOnly: false", "writeOnly: false",
+		"x-patern: '^a$'", "x-ui: {widget: text}", "example: ann", "comment: why", "descripton: The name.",
+		"note: one word", "unit: bytes", "id: name", "kind: label", "widget: text", "nullable: true",
+	} {
+		t.Run(kv, func(t *testing.T) {
+			t.Parallel()
+			src := "tools:\n  - name: x\n    input_schema:\n      type: object\n      properties:\n        a:\n          type: string\n          " +
+				kv + "\n    argv: [printf, '{a}']\n"
+			if _, err := Parse("tools.yaml", []byte(src)); err != nil {
+				t.Error(err)
+			}
 		})
 	}
 }

@@ -2,6 +2,8 @@ package cmdtool
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 
@@ -40,13 +42,20 @@ func (t *Tool) prepare(_ context.Context, req *mcp.CallToolRequest, args json.Ra
 
 // confirmation returns nil if the call is confirmed. Otherwise it returns
 // what to answer instead: an input_required round asking the question, or
-// a tool error if the answer was no or the client cannot answer.
+// a tool error if the answer was no or the client cannot answer. A yes
+// counts only with the requestState of a round that asked about these
+// arguments: one given to other arguments (export a.csv confirmed, then
+// sent with b.csv), or none, gets the question again.
 func (t *Tool) confirmation(req *mcp.CallToolRequest, raw json.RawMessage) mcp.Result {
+	args, _ := t.args(raw) // valid: the schema was checked
+	state := t.confirmState(args)
 	if r, ok := req.Params.InputResponses[confirmKey].(*mcp.ElicitResult); ok {
-		if r.Action == "accept" && r.Content[confirmKey] == true {
+		if r.Action != "accept" || r.Content[confirmKey] != true {
+			return complete(toolError(fmt.Sprintf("Not confirmed: %s did not run.", t.Name)))
+		}
+		if req.Params.RequestState == state {
 			return nil
 		}
-		return complete(toolError(fmt.Sprintf("Not confirmed: %s did not run.", t.Name)))
 	}
 	caps := req.ClientCapabilities()
 	// The question is a form: a client that declared URL mode alone
@@ -56,11 +65,30 @@ func (t *Tool) confirmation(req *mcp.CallToolRequest, raw json.RawMessage) mcp.R
 		return complete(toolError(fmt.Sprintf("%s asks for a confirmation before it runs, and this client cannot answer one: "+
 			"that takes MCP %s and the elicitation capability.", t.Name, mrtrVersion)))
 	}
-	args, _ := t.args(raw) // valid: the schema was checked
 	return mcpserver.InputRequired(mcp.InputRequestMap{confirmKey: &mcp.ElicitParams{
 		Message:         t.c.confirm.expandOr(args),
 		RequestedSchema: confirmSchema,
-	}}, "")
+	}}, state)
+}
+
+// confirmStatePrefix starts the requestState of a confirmation round.
+const confirmStatePrefix = "mcptasks.confirm."
+
+// confirmState returns the requestState of the confirmation round of a
+// call with args (defaults applied): a digest of the tool's name and the
+// arguments as the command gets them (canonical: keys sorted, numbers as
+// format writes them), so that 1 and 1.0 match and nothing that changes
+// the command does. It is not signed: the confirmation is a safeguard for
+// people, not an access control, and a client could as well answer yes
+// itself. It ties the answer to the question for a client that echoes
+// requestState, as MRTR asks, whatever its retry does to the arguments.
+func (t *Tool) confirmState(args map[string]any) string {
+	b, _ := json.Marshal(canonical(args)) // decoded from JSON: it encodes
+	h := sha256.New()
+	h.Write([]byte(t.Name))
+	h.Write([]byte{0})
+	h.Write(b)
+	return confirmStatePrefix + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
 // confirmInline asks the confirmation of calls that run inline (task:

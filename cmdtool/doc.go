@@ -9,7 +9,7 @@
 //	    input_schema:                   # JSON Schema of the arguments; default {type: object}
 //	      type: object
 //	      properties:
-//	        dir: {type: string}
+//	        dir: {type: string, pattern: '^[a-z][a-z0-9_-]*$'}   # see Placeholders
 //	        run: {type: string}
 //	      required: [dir]
 //	    argv: [go, test, "-run={run}", ./...]   # required; placeholders allowed after argv[0]
@@ -30,16 +30,20 @@
 // The file is checked at load, and each mistake is reported with the file,
 // line and field: input_schema as JSON Schema 2020-12 (every keyword's
 // value of the right shape, "type" one of array, boolean, integer, null,
-// number, object, string; patterns, $refs and defaults that compile),
-// durations and sizes within their ranges, placeholders that name
-// properties of the schema.
+// number, object, string; patterns, $refs and defaults that compile; no
+// near miss of a keyword that checks something, such as patern or
+// maxLenght, which would be an annotation and check nothing: a key of
+// your own starts with x-), durations and sizes within their ranges,
+// placeholders that name properties of the schema.
 //
 // # Placeholders
 //
 // "{name}" in an argv entry, dir, an env value or confirm is replaced by
 // the argument name, which must be a property of input_schema (checked at
-// load). Strings are used as they are, numbers in plain decimal, booleans
-// as true or false, arrays and objects as JSON; an argv entry that is
+// load). Strings are used as they are, numbers in plain decimal, one way
+// whatever their JSON spelling (an integer as its digits: 100 for 1e2 or
+// 100.0, 0 for -0), booleans as true or false, arrays and objects as JSON
+// (their numbers written the same way); an argv entry that is
 // exactly "{name}" becomes one entry per element of an array. An absent
 // argument takes the schema's default; if it has none, the argv entry or
 // env variable that names it is left out ("-run={run}" disappears with
@@ -49,7 +53,9 @@
 // Values go to the program as separate argv entries, never through a
 // shell: "$(rm -rf /)" is just a string. A value can still look like an
 // option ("--output=/etc/passwd"); constrain values with pattern or enum
-// in the schema, and put "--" before positional arguments.
+// in the schema, and put "--" before positional arguments. Constrain a
+// dir the same way: the command runs wherever it says, and go test or
+// make there runs the code they find.
 //
 // argv[0] is fixed at load: a name without "/" is looked up in PATH, a
 // relative path is relative to the tools file's directory, and it cannot
@@ -103,11 +109,15 @@
 //
 // With confirm, a call first gets an input_required result (an MRTR
 // round): an elicitation/create form, under the input key "confirm", with
-// one required boolean "confirm". The client calls again with the answer;
-// if it accepted with confirm true, the task is created (or the command
-// runs inline); otherwise the call gets an isError result and no task
-// exists. The confirmation is a safeguard for people, not an access
-// control: a client can send the answer with its first call.
+// one required boolean "confirm". The client calls again with the answer
+// and the round's requestState; if it accepted with confirm true, the task
+// is created (or the command runs inline); otherwise the call gets an
+// isError result and no task exists. The round's requestState names the arguments it asked about (a
+// digest of them as the command would get them): a yes counts only with
+// the requestState of a round about the same arguments, and otherwise, or
+// without one, the question is asked again, about the arguments sent. The
+// confirmation is a safeguard for people, not an access control: the
+// requestState is not signed, and a client can answer yes itself.
 //
 // # Limits
 //

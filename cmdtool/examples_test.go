@@ -7,12 +7,13 @@ import (
 	"testing"
 )
 
-// copyExamples copies examples/ (tools.yaml, render.sh, data/) into a
-// fresh directory with an empty exports/, so running the examples leaves
-// the source tree alone, and returns its loaded tools by name.
+// copyExamples copies examples/ (tools.yaml, render.sh, data/) into the
+// directory examples of a fresh one, which stands for the module, with an
+// empty exports/, so running the examples leaves the source tree alone. It
+// returns the loaded tools by name and the copy's directory.
 func copyExamples(t *testing.T) (map[string]*Tool, string) {
 	t.Helper()
-	dir := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "examples")
 	for _, name := range []string{"tools.yaml", "render.sh", "data/orders.csv"} {
 		b, err := os.ReadFile(filepath.Join("..", "examples", name))
 		if err != nil {
@@ -82,14 +83,18 @@ func TestExamples_ExportTable(t *testing.T) {
 }
 
 // TestExamples_RunTests runs the run_tests example on a tiny module with
-// one passing and one failing test.
+// one passing and one failing test, in a directory of the module the
+// examples belong to (the parent of the copy's examples directory).
 func TestExamples_RunTests(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a Go test binary")
 	}
 	t.Parallel()
-	tools, _ := copyExamples(t)
-	mod := t.TempDir()
+	tools, examples := copyExamples(t)
+	mod := filepath.Join(filepath.Dir(examples), "sub", "tiny")
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for name, src := range map[string]string{
 		"go.mod":       "module example.com/tiny\n\ngo 1.26\n",
 		"tiny_test.go": "package tiny\n\nimport \"testing\"\n\nfunc TestPass(t *testing.T) {}\n\nfunc TestFail(t *testing.T) { t.Fatal(\"boom\") }\n",
@@ -98,12 +103,40 @@ func TestExamples_RunTests(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := callInline(t.Context(), t, tools["run_tests"], map[string]any{"dir": mod, "run": "TestPass"})
+	res, err := callInline(t.Context(), t, tools["run_tests"], map[string]any{"dir": "sub/tiny", "run": "TestPass"})
 	if err != nil || res.IsError || !strings.Contains(texts(res)[0], "ok  \texample.com/tiny") {
 		t.Errorf("passing run: %v %v", err, texts(res))
 	}
-	res, err = callInline(t.Context(), t, tools["run_tests"], map[string]any{"dir": mod})
+	res, err = callInline(t.Context(), t, tools["run_tests"], map[string]any{"dir": "sub/tiny"})
 	if err != nil || !res.IsError || !strings.Contains(strings.Join(texts(res), "\n"), "--- FAIL: TestFail") {
 		t.Errorf("failing run: %v %v", err, texts(res))
+	}
+}
+
+// TestExamples_RunTestsDir checks that run_tests refuses every dir that
+// leaves the module the examples belong to, before anything runs.
+func TestExamples_RunTestsDir(t *testing.T) {
+	t.Parallel()
+	tools, examples := copyExamples(t)
+	for _, args := range []map[string]any{
+		{"dir": examples}, // absolute
+		{"dir": "/tmp"},
+		{"dir": ".."},
+		{"dir": "../x"},
+		{"dir": "sub/../.."},
+		{"dir": "sub/.."},
+		{"dir": "./sub"},
+		{"dir": "sub/"},
+		{"dir": ".hidden"},
+		{"dir": ""},
+		{"dir": "sub//x"},
+		{"dir": "sub\nx"},
+		{"packages": "./../x/..."},
+		{"packages": "./sub/../../..."},
+	} {
+		res, err := callInline(t.Context(), t, tools["run_tests"], args)
+		if err == nil || !strings.Contains(err.Error(), "invalid arguments") {
+			t.Errorf("%v: %v %v, want the arguments refused", args, err, res)
+		}
 	}
 }

@@ -113,6 +113,38 @@ func TestHandle_Placeholders(t *testing.T) {
 	}
 }
 
+// TestHandle_IntegerArgv checks that an integer the schema accepts reaches
+// argv as its decimal value, however the client spelled it: -0 passes
+// minimum: 0, and as "-0" it would be an option (head -n -0 prints every
+// line).
+func TestHandle_IntegerArgv(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tool := loadTool(t, dir, `tools:
+  - name: lines
+    input_schema:
+      type: object
+      properties: {n: {type: integer, minimum: 0, maximum: 1000}}
+      required: [n]
+    argv: [printf, "%s|", -n, "{n}", "--lines={n}"]
+`)
+	for _, c := range []struct{ args, want string }{
+		{`{"n":-0}`, "-n|0|--lines=0|"},
+		{`{"n":-0.0}`, "-n|0|--lines=0|"},
+		{`{"n":1e2}`, "-n|100|--lines=100|"},
+		{`{"n":1.0}`, "-n|1|--lines=1|"},
+		{`{"n":7}`, "-n|7|--lines=7|"},
+	} {
+		res, err := callInline(t.Context(), t, tool, json.RawMessage(c.args))
+		if err != nil || res.IsError {
+			t.Fatalf("call %s: %v %v", c.args, err, texts(res))
+		}
+		if got := texts(res)[0]; got != c.want {
+			t.Errorf("args %s: argv %q, want %q", c.args, got, c.want)
+		}
+	}
+}
+
 // TestHandle_Revalidates: the handler checks the arguments against the
 // schema as it is when the command runs, not only when the task was
 // created: a task created under a looser tools.yaml (before a pattern

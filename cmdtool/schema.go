@@ -13,7 +13,9 @@ import (
 // keyword's value must have the shape the draft gives it. jsonschema-go's
 // Resolve, which runs after, checks what it compiles (patterns, $refs,
 // defaults) but takes "type: stringy" without a word; every call would then
-// fail. Keywords the draft does not define are annotations and pass.
+// fail. Keywords the draft does not define are annotations and pass, but
+// for near misses of a keyword that checks something (patern, maxLenght):
+// they would drop the check without a word (see nearKeyword).
 
 // schemaTypes are the values of "type".
 var schemaTypes = []string{"array", "boolean", "integer", "null", "number", "object", "string"}
@@ -30,7 +32,53 @@ var (
 	stringListKeywords  = []string{"required"}
 	arrayKeywords       = []string{"enum", "examples"}
 	stringListsKeywords = []string{"dependentRequired"}
+	// anyKeywords take any value.
+	anyKeywords = []string{"const", "default"}
+	// annotationKeywords only describe: a key that comes near one of them
+	// (example, comment) may be an annotation of its own, and passes.
+	annotationKeywords = []string{"$comment", "deprecated", "description", "examples", "readOnly", "title", "writeOnly"}
 )
+
+// checkedKeywords are the keywords whose misspelling nearKeyword refuses:
+// those that constrain the arguments or that the loader uses, every
+// keyword above but the annotations.
+var checkedKeywords = func() []string {
+	var all []string
+	for _, l := range [][]string{{"type"}, schemaKeywords, schemaListKeywords, schemaMapKeywords, countKeywords,
+		numberKeywords, boolKeywords, stringKeywords, stringListKeywords, arrayKeywords, stringListsKeywords, anyKeywords} {
+		for _, k := range l {
+			if !slices.Contains(annotationKeywords, k) {
+				all = append(all, k)
+			}
+		}
+	}
+	return all
+}()
+
+// nearKeyword returns the checked keyword that k, a key JSON Schema does
+// not define, looks like a misspelling of, or "". A key starting with
+// "x-" never does. Short keywords admit fewer typos, so that an annotation
+// of one's own (note, unit, id) is not taken for not or $id: none up to 3
+// characters, 1 up to 6, else 2, a swap of neighbours counting as one.
+func nearKeyword(k string) string {
+	if strings.HasPrefix(k, "x-") {
+		return ""
+	}
+	best, bestD := "", 3
+	for _, kw := range checkedKeywords {
+		typos := 2
+		switch {
+		case len(kw) <= 3:
+			typos = 0
+		case len(kw) <= 6:
+			typos = 1
+		}
+		if d := editDistance(strings.ToLower(k), strings.ToLower(kw)); d <= typos && d < bestD {
+			best, bestD = kw, d
+		}
+	}
+	return best
+}
 
 // checkSchema reports each keyword of the schema n (at field) whose value
 // has the wrong shape, at its line, and descends into subschemas. It
@@ -91,6 +139,12 @@ func (p *parser) walkSchema(n *yaml.Node, field string) {
 			}
 		case slices.Contains(stringListsKeywords, k):
 			p.eachValue(v, f, "a mapping of property names to lists of names", p.checkStrings)
+		case slices.Contains(anyKeywords, k): // any value is one
+		default:
+			if kw := nearKeyword(k); kw != "" {
+				p.errorf(n.Content[i], f, "unknown JSON Schema keyword; did you mean %s? "+
+					"(an unknown keyword checks nothing; start an annotation of your own with x-)", kw)
+			}
 		}
 	}
 }

@@ -110,9 +110,18 @@ func (c *client) do(t *testing.T, method string, params map[string]any) (map[str
 
 func (c *client) callTool(t *testing.T, name string, args map[string]any, responses map[string]any) map[string]any {
 	t.Helper()
+	return c.retryTool(t, name, args, responses, "")
+}
+
+// retryTool is callTool with the requestState of an earlier round, if not "".
+func (c *client) retryTool(t *testing.T, name string, args map[string]any, responses map[string]any, state string) map[string]any {
+	t.Helper()
 	p := map[string]any{"name": name, "arguments": args}
 	if responses != nil {
 		p["inputResponses"] = responses
+	}
+	if state != "" {
+		p["requestState"] = state
 	}
 	return c.call(t, "tools/call", p)
 }
@@ -256,7 +265,8 @@ func TestServer_Confirm(t *testing.T) {
 		t.Fatalf("%s exists before any confirmation", out)
 	}
 
-	created := c.callTool(t, "export", args, accept(true))
+	state, _ := round["requestState"].(string)
+	created := c.retryTool(t, "export", args, accept(true), state)
 	id, _ := created["taskId"].(string)
 	if created["resultType"] != "task" || id == "" {
 		t.Fatalf("confirmed call: %v, want a task", created)
@@ -279,7 +289,8 @@ func TestServer_ConfirmInline(t *testing.T) {
 	c.tasks = false
 	out := filepath.Join(dir, "inline.csv")
 	args := map[string]any{"table": "users", "out": out}
-	if round := c.callTool(t, "export_inline", args, nil); round["resultType"] != "input_required" {
+	round := c.callTool(t, "export_inline", args, nil)
+	if round["resultType"] != "input_required" {
 		t.Fatalf("first call: %v, want input_required", round)
 	}
 	if res := c.callTool(t, "export_inline", args, map[string]any{"confirm": map[string]any{"action": "decline"}}); res["isError"] != true {
@@ -288,7 +299,8 @@ func TestServer_ConfirmInline(t *testing.T) {
 	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("%s exists after a refusal", out)
 	}
-	res := c.callTool(t, "export_inline", args, accept(true))
+	state, _ := round["requestState"].(string)
+	res := c.retryTool(t, "export_inline", args, accept(true), state)
 	if res["resultType"] != "complete" || res["isError"] == true || resultText(res) != "exported users\n" {
 		t.Errorf("confirmed inline call: %v", res)
 	}
@@ -297,6 +309,76 @@ func TestServer_ConfirmInline(t *testing.T) {
 	_, rerr := c.do(t, "tools/call", map[string]any{"name": "export", "arguments": args})
 	if rerr == nil || rerr.Code != -32021 {
 		t.Errorf("task tool without the extension: error %+v, want -32021", rerr)
+	}
+}
+
+// TestServer_ConfirmBindsArguments checks that a yes counts only for the
+// arguments it was asked about: sent with the requestState of a round
+// about other arguments, or with none, it gets the question again, about
+// the arguments sent, and nothing runs. A client once had a.csv confirmed
+// and then sent b.csv with the same answer, and b.csv was written.
+func TestServer_ConfirmBindsArguments(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool  string
+		tasks bool
+	}{
+		{"export", true},         // Prepare, before the task is created
+		{"export_inline", false}, // the middleware, before an inline run
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			t.Parallel()
+			c, dir := startServer(t, confirmTools, confirmScripts)
+			c.tasks = tc.tasks
+			a := map[string]any{"table": "orders", "out": filepath.Join(dir, "a.csv")}
+			b := map[string]any{"table": "orders", "out": filepath.Join(dir, "b.csv")}
+			roundA := c.callTool(t, tc.tool, a, nil)
+			stateA, _ := roundA["requestState"].(string)
+			if roundA["resultType"] != "input_required" {
+				t.Fatalf("first call: %v, want input_required", roundA)
+			}
+			if stateA == "" {
+				t.Errorf("first call: %v, want a requestState", roundA)
+			}
+
+			var stateB string
+			for _, retry := range []struct {
+				name  string
+				state string
+			}{
+				{"the state of a round about a.csv", stateA},
+				{"no state", ""},
+				{"a made-up state", "mcptasks.confirm.x"},
+			} {
+				res := c.retryTool(t, tc.tool, b, accept(true), retry.state)
+				reqs, _ := res["inputRequests"].(map[string]any)
+				req, _ := reqs["confirm"].(map[string]any)
+				params, _ := req["params"].(map[string]any)
+				stateB, _ = res["requestState"].(string)
+				if res["resultType"] != "input_required" || res["taskId"] != nil ||
+					params["message"] != "Export orders to "+b["out"].(string)+"?" || stateB == "" || stateB == stateA {
+					t.Errorf("b.csv accepted with %s: %v, want the question about b.csv again", retry.name, res)
+				}
+			}
+			if _, err := os.Stat(b["out"].(string)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("b.csv was written on a yes to a.csv")
+			}
+
+			res := c.retryTool(t, tc.tool, b, accept(true), stateB)
+			if tc.tasks {
+				id, _ := res["taskId"].(string)
+				if id == "" {
+					t.Fatalf("b.csv accepted with its own state: %v, want a task", res)
+				}
+				res, _ = c.waitTask(t, id, "completion", status("completed"))["result"].(map[string]any)
+			}
+			if resultText(res) != "exported orders\n" {
+				t.Errorf("b.csv accepted with its own state: %v", res)
+			}
+			if _, err := os.Stat(b["out"].(string)); err != nil {
+				t.Errorf("b.csv: %v", err)
+			}
+		})
 	}
 }
 

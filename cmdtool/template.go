@@ -3,6 +3,7 @@ package cmdtool
 import (
 	"encoding/json"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -127,40 +128,121 @@ func (t template) expandOr(args map[string]any) string {
 }
 
 // format renders an argument value as text: a string as it is, a number
-// in plain decimal, a boolean as true or false, an array or object as
-// compact JSON.
+// in canonical decimal (see formatNumber), a boolean as true or false, an
+// array or object as compact JSON, its numbers canonical too.
 func format(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
 	case bool:
 		return strconv.FormatBool(v)
-	case json.Number:
-		if !strings.ContainsAny(string(v), ".eE") {
-			return string(v) // an integer, exact however long
-		}
-		if f, err := v.Float64(); err == nil {
-			return formatFloat(f)
-		}
-		return string(v)
-	case float64:
-		return formatFloat(v)
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
+	case json.Number, float64, int, int64:
+		return string(canonical(v).(json.Number))
 	}
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(canonical(v))
 	if err != nil {
 		return ""
 	}
 	return string(b)
 }
 
-// formatFloat writes f without an exponent unless it is huge or tiny, as
-// JavaScript does: 1 for 1.0, 0.25, 1e+21.
+// canonical returns v with every number, however deep, as the json.Number
+// formatNumber makes of it, so that two spellings of one value (1, 1.0,
+// 1e0; 0 and -0) give one text. Other values are returned as they are;
+// maps and slices are copied, never changed in place.
+func canonical(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		return json.Number(formatNumber(string(v)))
+	case float64:
+		return json.Number(formatFloat(v))
+	case int:
+		return json.Number(strconv.Itoa(v))
+	case int64:
+		return json.Number(strconv.FormatInt(v, 10))
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = canonical(e)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(v))
+		for k, e := range v {
+			out[k] = canonical(e)
+		}
+		return out
+	}
+	return v
+}
+
+// maxIntegerDigits bounds the digits formatNumber writes out for an
+// integer given with an exponent (1e400); past it, the value is written as
+// a float64 would be. float64's largest value has 309 digits.
+const maxIntegerDigits = 400
+
+// formatNumber writes the JSON number s in a canonical form: an integer
+// (by value: 100 for 1e2 and 100.0) as its exact decimal digits, and zero
+// as 0, never -0, so that no integer a schema's minimum: 0 admits looks
+// like an option; any other number as formatFloat writes its float64. An
+// s that is not a JSON number is returned as it is.
+func formatNumber(s string) string {
+	m := numberRE.FindStringSubmatch(s)
+	if m == nil {
+		return s
+	}
+	exp := 0
+	if m[4] != "" {
+		e, err := strconv.Atoi(m[4])
+		if err != nil || e > maxExponent || e < -maxExponent {
+			return floatText(s)
+		}
+		exp = e
+	}
+	digits := strings.TrimLeft(m[2]+m[3], "0")
+	exp -= len(m[3])
+	if digits == "" {
+		return "0"
+	}
+	if exp < 0 { // an integer only if the digits past the point are zeros
+		n := len(digits) + exp
+		if n <= 0 || strings.TrimRight(digits[n:], "0") != "" {
+			return floatText(s)
+		}
+		digits, exp = digits[:n], 0
+	}
+	if len(digits)+exp > maxIntegerDigits {
+		return floatText(s)
+	}
+	return m[1] + digits + strings.Repeat("0", exp)
+}
+
+// numberRE matches a JSON number: its sign, integer digits, fraction
+// digits and exponent.
+var numberRE = regexp.MustCompile(`^(-?)([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$`)
+
+// maxExponent bounds the exponent formatNumber works with digit by digit.
+const maxExponent = 1 << 20
+
+// floatText writes the number s as formatFloat writes its float64, or
+// returns s if it is out of float64's range.
+func floatText(s string) string {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return s
+	}
+	return formatFloat(f)
+}
+
+// formatFloat writes f in plain decimal, as JavaScript does, but for a
+// fraction under 1e-6, which gets an exponent (1e-07): an integral f as
+// its exact digits (1 for 1.0, 1000000000000000000000 for 1e21), and zero
+// as 0, never -0.
 func formatFloat(f float64) string {
-	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+	if f == 0 {
+		return "0"
+	}
+	if math.Abs(f) < 1e-6 {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)

@@ -2,6 +2,7 @@ package cmdtool
 
 import (
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestTemplate_Expand(t *testing.T) {
 		{"plain", "plain", true},
 		{"{s}", "a b", true},
 		{"--name={s}!", "--name=a b!", true},
-		{"{n}/{f}/{big}/{t}", "42/2.5/1e+21/true", true},
+		{"{n}/{f}/{big}/{t}", "42/2.5/1000000000000000000000/true", true},
 		{"{long} {huge}", "12345678901234567890 1000000000000000000000", true}, // integers past int64 stay exact
 		{"{list}", `["x",1]`, true},
 		{"{obj}", `{"k":"v"}`, true},
@@ -45,6 +46,53 @@ func TestTemplate_Expand(t *testing.T) {
 	}
 	if got := parseTemplate("Delete {s} and {missing}?").expandOr(args); got != "Delete a b and ?" {
 		t.Errorf("expandOr: %q", got)
+	}
+}
+
+// TestFormat_Numbers checks that a number reaches the command in one
+// canonical form whatever its JSON spelling: -0, which minimum: 0 admits,
+// must not become the option-like "-0" (head -n -0 prints every line).
+func TestFormat_Numbers(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		in   any
+		want string
+	}{
+		{json.Number("0"), "0"},
+		{json.Number("-0"), "0"},
+		{json.Number("-0.0"), "0"},
+		{json.Number("-0e5"), "0"},
+		{json.Number("0E-3"), "0"},
+		{json.Number("42"), "42"},
+		{json.Number("-42"), "-42"},
+		{json.Number("1e2"), "100"},
+		{json.Number("1E+2"), "100"},
+		{json.Number("1.0"), "1"},
+		{json.Number("100.000"), "100"},
+		{json.Number("1.5e1"), "15"},
+		{json.Number("2500e-2"), "25"},
+		{json.Number("-3.0e0"), "-3"},
+		{json.Number("1e21"), "1000000000000000000000"},
+		{json.Number("12345678901234567891e0"), "12345678901234567891"}, // exact past float64
+		{json.Number("2.50"), "2.5"},
+		{json.Number("12e-1"), "1.2"},
+		{json.Number("-0.25"), "-0.25"},
+		{json.Number("1e-7"), "1e-07"},
+		{json.Number("1e400"), "1e400"}, // past float64 (and the schema check): as sent
+		{json.Number("1e-400"), "0"},
+		{float64(0), "0"},
+		{math.Copysign(0, -1), "0"},
+		{float64(100), "100"},
+		{1e21, "1000000000000000000000"},
+		{0.1, "0.1"},
+		{3, "3"},
+		{[]any{json.Number("-0"), json.Number("1.0"), "x"}, `[0,1,"x"]`},
+		{map[string]any{"n": json.Number("1e2")}, `{"n":100}`},
+	}
+	for _, c := range cases {
+		if got := format(c.in); got != c.want {
+			t.Errorf("format(%#v) = %q, want %q", c.in, got, c.want)
+		}
 	}
 }
 

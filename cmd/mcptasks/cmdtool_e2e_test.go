@@ -323,7 +323,7 @@ func TestCommandTools_Confirm(t *testing.T) {
 		t.Fatalf("%s exists after a refusal", out)
 	}
 
-	created := c.mustCall(t, "tools/call", map[string]any{"name": "export", "arguments": args,
+	created := c.mustCall(t, "tools/call", map[string]any{"name": "export", "arguments": args, "requestState": round["requestState"],
 		"inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}})
 	done := c.waitStatus(t, taskID(t, created), "completed", 10*time.Second)
 	if got := contentTexts(done["result"]); len(got) != 1 || got[0] != "exported orders\n" {
