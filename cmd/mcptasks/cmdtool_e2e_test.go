@@ -441,25 +441,12 @@ func TestCommandTools_ServerEnvironHidden(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	logs := &bytes.Buffer{}
 	cmd := exec.Command(filepath.Join(dir, "mcptasks"), "serve", "--listen", addr, "--store", "memory:", "--tools", tools)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "MCPTASKS_TEST_SECRET=hunter2"}
-	cmd.Stderr = logs
 	if os.Geteuid() == 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs)
-		}
-	})
-	waitUp(t, addr, logs)
-	c := &rpc{url: "http://" + addr + "/mcp", tasks: true}
+	c := &rpc{url: startCmd(t, addr, cmd).url, tasks: true}
 	id := taskID(t, c.callTool(t, "peek", map[string]any{}))
 	done := c.waitStatus(t, id, "completed", 10*time.Second)
 	res, _ := done["result"].(map[string]any)
@@ -489,22 +476,9 @@ func TestCommandTools_InheritedFDsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	logs := &bytes.Buffer{}
 	cmd := exec.Command(binary, "serve", "--listen", addr, "--store", "memory:", "--tools", tools)
-	cmd.Stderr = logs
 	cmd.ExtraFiles = []*os.File{marker} // fd 3 of the server, not close-on-exec
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("server log:\n%s", logs)
-		}
-	})
-	waitUp(t, addr, logs)
-	c := &rpc{url: "http://" + addr + "/mcp", tasks: true}
+	c := &rpc{url: startCmd(t, addr, cmd).url, tasks: true}
 	id := taskID(t, c.callTool(t, "fds", map[string]any{}))
 	done := c.waitStatus(t, id, "completed", 10*time.Second)
 	res, _ := done["result"].(map[string]any)

@@ -59,8 +59,14 @@ func freeAddr(t *testing.T) string {
 // start runs "mcptasks serve ARGS" on addr and waits until it answers.
 func start(t *testing.T, addr string, args ...string) *proc {
 	t.Helper()
-	p := &proc{url: "http://" + addr + "/mcp", logs: &bytes.Buffer{}}
-	p.cmd = exec.Command(binary, append([]string{"serve", "--listen", addr, "--log-level", "debug"}, args...)...)
+	return startCmd(t, addr, exec.Command(binary, append([]string{"serve", "--listen", addr, "--log-level", "debug"}, args...)...))
+}
+
+// startCmd runs cmd, a serve on addr, and waits until it answers; it is
+// killed when the test ends, and its log shown if the test failed.
+func startCmd(t *testing.T, addr string, cmd *exec.Cmd) *proc {
+	t.Helper()
+	p := &proc{cmd: cmd, url: "http://" + addr + "/mcp", logs: &bytes.Buffer{}}
 	p.cmd.Stderr = p.logs
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
