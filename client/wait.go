@@ -223,31 +223,33 @@ func (t *Task) step(ctx context.Context, w *waitConfig, pushed *TaskStatus, fail
 		t.mu.Unlock()
 		t.record(ctx, st, nil)
 	}
+	// The server answered: a failure from here on (an answer that cannot
+	// be sent, say, after a person took minutes to give it) starts a new
+	// run of failures, with a budget of its own.
+	t.succeeded(failed)
 	if pushed == nil {
 		// A pushed status was reported when it arrived; reporting it
 		// again here could follow a later one that arrived meanwhile
 		// (with the same lastUpdatedAt, so not seen as older).
 		w.report(st)
 	}
-	out := stepOutcome{next: t.c.interval(st)}
 	switch st.Status {
 	case task.Completed:
-		out = stepOutcome{done: true, result: st.Result}
+		return stepOutcome{done: true, result: st.Result}
 	case task.Failed:
-		out = stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage, Err: st.Error}}
+		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage, Err: st.Error}}
 	case task.Cancelled:
-		out = stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage}}
+		return stepOutcome{done: true, err: &TaskError{TaskID: t.ID, Status: st.Status, StatusMessage: st.StatusMessage}}
 	case task.InputRequired:
 		if err := t.handleInput(ctx, w, st); err != nil {
 			var ire *InputRequiredError
-			if !errors.As(err, &ire) {
-				return t.failure(ctx, err, failed)
+			if errors.As(err, &ire) {
+				return stepOutcome{done: true, err: err}
 			}
-			out = stepOutcome{done: true, err: err}
+			return t.failure(ctx, err, failed)
 		}
 	}
-	t.succeeded(failed)
-	return out
+	return stepOutcome{next: t.c.interval(st)}
 }
 
 // succeeded ends the run of failed rounds, if any: a round went through.

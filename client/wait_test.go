@@ -450,3 +450,74 @@ func TestWait_ServerRestart(t *testing.T) {
 		})
 	}
 }
+
+// askingServer serves task t-1, which asks the question "q" until it is
+// answered and then completes. The requests for which fail reports true
+// are refused, as by a server that restarts.
+type askingServer struct {
+	answered atomic.Bool
+	fail     func(method string) bool
+}
+
+func (s *askingServer) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s.fail(req.Header.Get("Mcp-Method")) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return handlerTransport{http.HandlerFunc(s.serve)}.RoundTrip(req)
+}
+
+func (s *askingServer) serve(w http.ResponseWriter, r *http.Request) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&m)
+	result := `"resultType":"complete"`
+	switch {
+	case m.Method == "tasks/update":
+		s.answered.Store(true)
+	case s.answered.Load():
+		result += `,"taskId":"t-1","status":"completed","result":{"content":[{"type":"text","text":"done"}]}`
+	default:
+		result += `,"taskId":"t-1","status":"input_required","inputRequests":{"q":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object","properties":{}}}}}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{%s,"createdAt":"2026-07-28T10:00:00Z","lastUpdatedAt":"2026-07-28T10:00:00Z","ttlMs":null,"pollIntervalMs":1000}}`, m.ID, result)
+}
+
+// TestWait_FailuresBeforeSlowAnswer: a failure before the server answered
+// again does not count against a failure after it. Here a poll is
+// refused, the next one asks a question, a person takes three minutes
+// (past Options.RetryBudget) to answer it, and sending the answer is
+// refused once: the wait retries and ends with the result. It gave up at
+// once, counting the budget from the first refusal.
+func TestWait_FailuresBeforeSlowAnswer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var gets, updates atomic.Int32
+		srv := &askingServer{fail: func(method string) bool {
+			switch method {
+			case "tasks/get":
+				return gets.Add(1) == 1
+			case "tasks/update":
+				return updates.Add(1) == 1
+			}
+			return false
+		}}
+		c := client.New("http://mcp.test/mcp", &client.Options{
+			ProtocolVersion: client.ProtocolVersion,
+			HTTPClient:      &http.Client{Transport: srv},
+			Logger:          slog.New(slog.DiscardHandler),
+			InputHandler: client.InputHandlerFunc(func(context.Context, string, *client.InputRequest) (any, error) {
+				time.Sleep(3 * time.Minute) // a person
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+			}),
+		})
+		res, err := c.Task("t-1").Wait(t.Context(), client.PollOnly())
+		if err != nil || text(res) != "done" {
+			t.Fatalf("wait: %v, %v; want the result", res, err)
+		}
+		if gets.Load() < 2 || updates.Load() != 2 {
+			t.Errorf("%d polls and %d answers sent; want a refused poll, then more, and the answer sent twice", gets.Load(), updates.Load())
+		}
+	})
+}
