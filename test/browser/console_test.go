@@ -187,7 +187,7 @@ func TestConsole_LiveFocus(t *testing.T) {
 	// The list: a task's link keeps the focus while a new task's row
 	// comes in above it.
 	link := fmt.Sprintf(`a[data-focus-key="task:%s"]`, kept)
-	do(t, tab, "focus a task's link", chromedp.Navigate(srv.console+"tasks"), chromedp.WaitVisible(chromedp.CSS(link)), chromedp.Focus(chromedp.CSS(link)))
+	do(t, tab, "focus a task's link", chromedp.Navigate(srv.console+"tasks"), chromedp.WaitVisible(chromedp.CSS(link)), focus(link))
 	wantFocus(t, tab, "before the update", "task:"+kept)
 	added := srv.call(t, "slow_compute", map[string]any{"seconds": 600, "label": "added"})
 	do(t, tab, "the new task's row", chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector('[data-live] tr[data-task=%q]')`, added)))
@@ -198,7 +198,7 @@ func TestConsole_LiveFocus(t *testing.T) {
 	button := fmt.Sprintf(`button[data-focus-key="cancel:%s"]`, asks)
 	const second = `document.querySelector('summary[data-focus-key="question:second"]').parentNode`
 	do(t, tab, "focus the Cancel button", chromedp.Navigate(srv.console+"tasks/"+asks), chromedp.WaitVisible(chromedp.CSS(`.question`)),
-		chromedp.Evaluate[chromedp.Void](second+`.open = true`), chromedp.Focus(chromedp.CSS(button)))
+		chromedp.Evaluate[chromedp.Void](second+`.open = true`), focus(button))
 	wantFocus(t, tab, "before the answer", "cancel:"+asks)
 	srv.rpc(t, "tasks/update", asks, map[string]any{"taskId": asks, "inputResponses": map[string]any{
 		"first": map[string]any{"action": "accept", "content": map[string]any{"name": "ada"}},
@@ -208,6 +208,19 @@ func TestConsole_LiveFocus(t *testing.T) {
 	if !value(t, tab, "the second request open", chromedp.Evaluate[bool](second+`.open`)) {
 		t.Errorf("after the task's update the request of the second question is closed, want it open as the reader left it")
 	}
+}
+
+// focus gives the keyboard's focus to the element that selector finds,
+// in one step in the page, until it has it: a live update may replace the
+// element between a lookup and a focus of chromedp's own (which then
+// fails with "Could not find node with given id").
+func focus(selector string) chromedp.Action[chromedp.Void] {
+	return chromedp.Poll[chromedp.Void](fmt.Sprintf(`(() => {
+		const e = document.querySelector(%q);
+		if (!e) return false;
+		e.focus();
+		return document.activeElement === e;
+	})()`, selector))
 }
 
 // TestConsole_LiveFocusElsewhere: a live update leaves the focus where it
