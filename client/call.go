@@ -370,20 +370,18 @@ func (c *Client) doKeyed(ctx context.Context, k *call) (json.RawMessage, error) 
 	if k.unknown != nil {
 		*k.unknown = true // whatever the retries get: a task may exist
 	}
-	delay := createRetryDelay
 	for try := 1; err != nil && try <= c.opts.CreateRetries && transient(err); try++ {
 		honours, derr := c.honoursKeys(ctx)
 		if derr == nil && !honours {
 			return raw, err
 		}
-		t := time.NewTimer(delay)
+		t := time.NewTimer(backoff(try, createRetryDelay, maxCreateRetryDelay))
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return raw, err
 		case <-t.C:
 		}
-		delay = min(2*delay, maxCreateRetryDelay)
 		if derr != nil {
 			continue // the server could not say: ask again after the pause
 		}

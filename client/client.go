@@ -57,7 +57,7 @@ const maxRetryDelay = 5 * time.Second
 
 // createRetryDelay is the pause before the first retry of a tools/call
 // whose outcome is unknown; it doubles at each retry, up to
-// maxCreateRetryDelay.
+// maxCreateRetryDelay, each spread by ±20% (see backoff).
 const (
 	createRetryDelay    = 250 * time.Millisecond
 	maxCreateRetryDelay = 4 * time.Second
