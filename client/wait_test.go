@@ -301,20 +301,36 @@ func TestNoPushRemembered(t *testing.T) {
 	}
 }
 
-// outageServer is a task server in a synctest bubble (through
-// handlerTransport, no network) whose connections are refused while it is
+// refusingTransport serves requests with h (through handlerTransport, no
+// network, so in a synctest bubble), but refuses the connection of those
+// whose method refuse reports true for, as a server that restarts does.
+type refusingTransport struct {
+	refuse func(method string) bool
+	h      http.HandlerFunc
+}
+
+func (t refusingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.refuse(req.Header.Get("Mcp-Method")) {
+		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+	}
+	return handlerTransport{t.h}.RoundTrip(req)
+}
+
+// outageServer is a task server whose connections are refused while it is
 // down, as while it restarts. Its one task, t-1, works until done is set.
 type outageServer struct {
 	down, done atomic.Bool
 	refused    atomic.Int32 // requests refused while down
 }
 
-func (s *outageServer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if s.down.Load() {
-		s.refused.Add(1)
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	}
-	return handlerTransport{http.HandlerFunc(s.serve)}.RoundTrip(req)
+func (s *outageServer) transport() http.RoundTripper {
+	return refusingTransport{h: s.serve, refuse: func(string) bool {
+		if s.down.Load() {
+			s.refused.Add(1)
+			return true
+		}
+		return false
+	}}
 }
 
 func (s *outageServer) serve(w http.ResponseWriter, r *http.Request) {
@@ -376,7 +392,7 @@ func TestWait_ServerRestart(t *testing.T) {
 				srv := &outageServer{}
 				opts := tc.opts
 				opts.ProtocolVersion = client.ProtocolVersion
-				opts.HTTPClient = &http.Client{Transport: srv}
+				opts.HTTPClient = &http.Client{Transport: srv.transport()}
 				var logs bytes.Buffer
 				opts.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 				c := client.New("http://mcp.test/mcp", &opts)
@@ -452,19 +468,8 @@ func TestWait_ServerRestart(t *testing.T) {
 }
 
 // askingServer serves task t-1, which asks the question "q" until it is
-// answered and then completes. The requests for which fail reports true
-// are refused, as by a server that restarts.
-type askingServer struct {
-	answered atomic.Bool
-	fail     func(method string) bool
-}
-
-func (s *askingServer) RoundTrip(req *http.Request) (*http.Response, error) {
-	if s.fail(req.Header.Get("Mcp-Method")) {
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-	}
-	return handlerTransport{http.HandlerFunc(s.serve)}.RoundTrip(req)
-}
+// answered and then completes.
+type askingServer struct{ answered atomic.Bool }
 
 func (s *askingServer) serve(w http.ResponseWriter, r *http.Request) {
 	var m struct {
@@ -494,7 +499,8 @@ func (s *askingServer) serve(w http.ResponseWriter, r *http.Request) {
 func TestWait_FailuresBeforeSlowAnswer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var gets, updates atomic.Int32
-		srv := &askingServer{fail: func(method string) bool {
+		srv := &askingServer{}
+		refuse := func(method string) bool { // the first poll and the first answer
 			switch method {
 			case "tasks/get":
 				return gets.Add(1) == 1
@@ -502,10 +508,10 @@ func TestWait_FailuresBeforeSlowAnswer(t *testing.T) {
 				return updates.Add(1) == 1
 			}
 			return false
-		}}
+		}
 		c := client.New("http://mcp.test/mcp", &client.Options{
 			ProtocolVersion: client.ProtocolVersion,
-			HTTPClient:      &http.Client{Transport: srv},
+			HTTPClient:      &http.Client{Transport: refusingTransport{refuse: refuse, h: srv.serve}},
 			Logger:          slog.New(slog.DiscardHandler),
 			InputHandler: client.InputHandlerFunc(func(context.Context, string, *client.InputRequest) (any, error) {
 				time.Sleep(3 * time.Minute) // a person
