@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -84,17 +86,11 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 	}
 	responses := map[string]any{}
 	if f.responses != "" { // checked before the task is looked up
-		var raw map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(f.responses), &raw); err != nil {
-			return usageError("--json: want an object of input key to result object: %v", err)
-		}
-		if len(raw) == 0 {
-			return usageError("--json: no responses; give the input key of each answer, e.g. {\"confirm\": {\"action\": \"accept\", \"content\": {…}}}")
+		raw, err := parseResponses("--json", f.responses)
+		if err != nil {
+			return err
 		}
 		for k, v := range raw {
-			if b := bytes.TrimSpace(v); len(b) == 0 || b[0] != '{' {
-				return usageError("--json: the response of %q is not a JSON object", k)
-			}
 			responses[k] = v
 		}
 	}
@@ -127,6 +123,50 @@ func runAnswer(ctx context.Context, f *answerFlags, id string, rest []string, s 
 	}
 	fmt.Fprintf(s.out, "Answered %s of task %s. Follow it with: %s\n", strings.Join(keys, ", "), t.ID, f.hint("wait", t.ID, t.ServerURL, entry != nil))
 	return nil
+}
+
+// parseResponses parses the value of flag: a JSON object of input key to
+// result object (for elicitation/create, an ElicitResult), as tasks/update
+// and an input round's inputResponses take them.
+func parseResponses(flag, value string) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(value), &raw); err != nil {
+		return nil, usageError("%s: want an object of input key to result object: %v", flag, err)
+	}
+	if len(raw) == 0 {
+		return nil, usageError("%s: no responses; give the input key of each answer, e.g. {\"confirm\": {\"action\": \"accept\", \"content\": {…}}}", flag)
+	}
+	for k, v := range raw {
+		if b := bytes.TrimSpace(v); len(b) == 0 || b[0] != '{' {
+			return nil, usageError("%s: the response of %q is not a JSON object", flag, k)
+		}
+	}
+	return raw, nil
+}
+
+// preparedInput answers, with responses, the questions whose input keys
+// it holds, each once (a key asked again goes on), and hands the others
+// to next: the terminal's prompts, or, without them (nil), it ends the
+// wait with an *client.InputRequiredError, as with no handler at all.
+func preparedInput(responses map[string]json.RawMessage, next client.InputHandler) client.InputHandler {
+	if len(responses) == 0 {
+		return next
+	}
+	responses = maps.Clone(responses)
+	var mu sync.Mutex
+	return client.InputHandlerFunc(func(ctx context.Context, key string, req *client.InputRequest) (any, error) {
+		mu.Lock()
+		r, ok := responses[key]
+		delete(responses, key)
+		mu.Unlock()
+		switch {
+		case ok:
+			return r, nil
+		case next != nil:
+			return next.HandleInput(ctx, key, req)
+		}
+		return nil, &client.InputRequiredError{TaskID: req.TaskID, Requests: map[string]*client.InputRequest{key: req}}
+	})
 }
 
 type keyedAnswer struct {

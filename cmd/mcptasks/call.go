@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,6 +21,7 @@ type callFlags struct {
 	json     bool
 	detach   bool
 	protocol string
+	answers  string
 }
 
 func newCallCmd() *cobra.Command {
@@ -61,12 +63,16 @@ result, or failed with error, or cancelled), {"type":"detached",...} when the
 command stops before the end, and {"type":"input_required",...} with the
 inputRequests when the task asks for input and stdin is not a terminal: the
 command then exits 7; answer with "mcptasks answer" and follow the task with
-"mcptasks wait".
+"mcptasks wait". --answers gives the answers ahead, by input key, as
+"mcptasks answer --json" takes them: a script's way, and the only one
+without a terminal for a question asked before the task exists (a tool that
+confirms first), which has no task id to answer.
 
 ` + exitCodesHelp(),
 		Example: `  mcptasks call http://127.0.0.1:8080/mcp export_report rows=5
   mcptasks call http://127.0.0.1:8080/mcp slow_compute --args '{"seconds": 30}' label=nightly
-  mcptasks call --detach http://127.0.0.1:8080/mcp slow_compute seconds=600`,
+  mcptasks call --detach http://127.0.0.1:8080/mcp slow_compute seconds=600
+  mcptasks call --answers '{"confirm-delete": {"action": "accept", "content": {"confirm": true}}}' http://127.0.0.1:8080/mcp confirm_delete filename=a.txt`,
 		Args: callArgs,
 		RunE: runE(func(cmd *cobra.Command, args []string) error {
 			return runCall(cmd.Context(), &f, args, osStreams())
@@ -77,6 +83,7 @@ command then exits 7; answer with "mcptasks answer" and follow the task with
 	fl.StringVar(&f.args, "args", "", "tool arguments as a JSON `object`; key=value arguments are set over it")
 	fl.BoolVar(&f.json, "json", false, "print JSON lines even when stdout is a terminal")
 	fl.BoolVar(&f.detach, "detach", false, "start the call and exit 6 once it is a task, printing its id, without waiting for the end")
+	fl.StringVar(&f.answers, "answers", "", answersHelp)
 	fl.StringVar(&f.protocol, "protocol", "", "MCP `revision` to speak: "+client.ProtocolVersion+" (the Tasks extension) or "+client.LegacyProtocolVersion+" (the experimental tasks of the TypeScript SDK v1, mcp-go and VS Code); the journal keeps it for the later commands (default: find out, "+client.ProtocolVersion+" first)")
 	return withUsageHint(cmd)
 }
@@ -124,6 +131,12 @@ func call(ctx context.Context, f *callFlags, args []string, s *streams) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
+	var answers map[string]json.RawMessage
+	if f.answers != "" {
+		if answers, err = parseResponses("--answers", f.answers); err != nil {
+			return err
+		}
+	}
 	j, err := f.openJournal()
 	if err != nil {
 		return err
@@ -138,10 +151,12 @@ func call(ctx context.Context, f *callFlags, args []string, s *streams) error {
 	defer con.close()
 	out := newOutput(s, human)
 	defer out.close()
-	c := f.newClient(endpoint, j, f.protocol)
-	fw := &follower{out: out, con: con, hints: func(t *client.Task, journaled bool) (string, string) {
+	fw := &follower{out: out, con: con, answers: answers, hints: func(t *client.Task, journaled bool) (string, string) {
 		return f.hint("wait", t.ID, endpoint, journaled), f.flagsHint(endpoint, journaled)
 	}}
+	o := f.clientOptions(j, f.protocol)
+	o.InputHandler = fw.handler() // that of --detach's call, before its task exists
+	c := client.New(endpoint, o)
 
 	out.calling(tool)
 	if f.detach {

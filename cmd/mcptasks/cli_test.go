@@ -496,6 +496,62 @@ func TestCLI_AnswerAndWait(t *testing.T) {
 	})
 }
 
+// TestCLI_Answers: call and wait with --answers answer, without a
+// terminal, the questions whose keys it names, each once: one asked before
+// the task exists (an MRTR round, which has no task id for "mcptasks
+// answer": call ended with exit 7 and no way on), and a task's. A question
+// it does not name still ends the command with exit 7.
+func TestCLI_Answers(t *testing.T) {
+	p := cliServer(t, "200ms")
+	const name = `{"user_name": {"action": "accept", "content": {"name": "Ada"}}}`
+	const confirm = `{"confirm-delete": {"action": "accept", "content": {"confirm": true}}}`
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string // the result's text, or the type of the last line
+	}{
+		{"BeforeTheTask", []string{"call", "--answers", name, p.url, "test_tool_with_task"}, exitOK, "Hello, Ada! Your task is done."},
+		{"BeforeTheTaskDetached", []string{"call", "--detach", "--answers", name, p.url, "test_tool_with_task"}, exitDetached, "detached"},
+		{"TheTasks", []string{"call", "--answers", confirm, p.url, "confirm_delete", "filename=a.txt"}, exitOK, "Deleted a.txt"},
+		{"NotNamed", []string{"call", "--answers", name, p.url, "confirm_delete", "filename=a.txt"}, exitInputRequired, "input_required"},
+		{"NotNamedBeforeTheTask", []string{"call", "--answers", confirm, p.url, "test_tool_with_task"}, exitInputRequired, "input_required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			journal := filepath.Join(t.TempDir(), "journal.json")
+			out, errOut, code := cliRun(t, journal, tc.args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out, errOut)
+			}
+			evs := cliEvents(t, out)
+			last := evs[len(evs)-1]
+			if got := resultText(last); got != tc.want && last["type"] != tc.want {
+				t.Errorf("last line %v, want %q", last, tc.want)
+			}
+		})
+	}
+	t.Run("Wait", func(t *testing.T) {
+		t.Parallel()
+		journal := filepath.Join(t.TempDir(), "journal.json")
+		evs := cliEvents(t, cliMust(t, exitInputRequired, journal, "call", p.url, "confirm_delete", "filename=b.txt"))
+		id, _ := evs[len(evs)-1]["taskId"].(string)
+		evs = cliEvents(t, cliMust(t, exitOK, journal, "wait", "--answers", confirm, "--", id))
+		if last := evs[len(evs)-1]; resultText(last) != "Deleted b.txt" {
+			t.Errorf("wait --answers: %v", last)
+		}
+	})
+	t.Run("Malformed", func(t *testing.T) {
+		t.Parallel()
+		journal := filepath.Join(t.TempDir(), "journal.json")
+		for _, bad := range []string{`{"confirm-delete": true}`, `[1]`, `{}`} {
+			if _, errOut, code := cliRun(t, journal, "call", "--answers", bad, p.url, "confirm_delete", "filename=c.txt"); code != exitUsage || !strings.Contains(errOut, "--answers") {
+				t.Errorf("--answers %s: exit %d, %q; want %d naming --answers", bad, code, errOut, exitUsage)
+			}
+		}
+	})
+}
+
 // TestCLI_Cancel starts a task detached, cancels it, and waits for it.
 func TestCLI_Cancel(t *testing.T) {
 	p := cliServer(t, "200ms")

@@ -99,14 +99,22 @@ func (f *clientFlags) openJournal() (client.Journal, error) {
 // MCP revision to speak ("" finds it out: 2026-07-28, or the 2025-11-25
 // tasks of servers that have only those).
 func (f *clientFlags) newClient(url string, j client.Journal, protocol string) *client.Client {
-	return client.New(url, &client.Options{
+	return client.New(url, f.clientOptions(j, protocol))
+}
+
+// clientOptions are the options of newClient's clients.
+func (f *clientFlags) clientOptions(j client.Journal, protocol string) *client.Options {
+	return &client.Options{
 		ProtocolVersion: protocol,
 		Token:           f.tokenValue(),
 		Journal:         j,
 		ClientInfo:      &mcp.Implementation{Name: "mcptasks", Version: version},
 		RequestTimeout:  requestTimeout,
-	})
+	}
 }
+
+// answersHelp is the help of --answers, of call and wait.
+const answersHelp = "`responses` to give, instead of asking, to the questions whose input keys they name: a JSON object of input key to result object, as \"mcptasks answer --json\" takes, each used once; for a script, and for a question asked before the task exists, which has no task id to answer with \"mcptasks answer\""
 
 // locate finds the task id (or a unique prefix of one) in the journal and
 // returns its server URL and entry. With --url, the journal only supplies

@@ -38,7 +38,7 @@ var exitCodes = []struct {
 	{exitTaskFailed, "the task failed (a JSON-RPC error, or its worker was lost)"},
 	{exitTaskCancelled, "the task was cancelled (or the call was interrupted before its task was known: if it was on the wire, \"mcptasks tasks\" lists it as pending)"},
 	{exitDetached, "detached: the task is still running; come back with \"mcptasks wait ID\""},
-	{exitInputRequired, "input is needed and stdin is not a terminal; the request is printed as JSON: answer a task's with \"mcptasks answer ID ...\"; a question asked before the task exists (no ID) can only be answered on a terminal"},
+	{exitInputRequired, "input is needed and stdin is not a terminal; the request is printed as JSON: answer a task's with \"mcptasks answer ID ...\"; a question asked before the task exists (no ID) is answered on a terminal, or ahead with --answers"},
 }
 
 // retryBudgetText is how long call and wait retry a server that fails

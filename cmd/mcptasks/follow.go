@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,6 +42,18 @@ type follower struct {
 
 	waitHint, answerExtra string
 	cancelling            bool // tasks/cancel was sent: ask nothing more
+
+	answers map[string]json.RawMessage // --answers, given instead of asking
+	input   client.InputHandler        // see handler
+}
+
+// handler answers the questions of the call and its task: with the
+// responses of --answers, each once, then with the terminal's prompts.
+func (f *follower) handler() client.InputHandler {
+	if f.input == nil {
+		f.input = preparedInput(f.answers, f.con.inputHandler(f.out))
+	}
+	return f.input
 }
 
 // onTask takes the task a call became.
@@ -62,7 +75,7 @@ func (f *follower) run(wait waitFunc) error {
 					f.out.status(f.t, st)
 				}
 			}),
-			client.WithInputHandler(f.con.inputHandler(f.out)),
+			client.WithInputHandler(f.handler()),
 		}
 		if f.t == nil {
 			opts = append(opts, client.OnTask(f.onTask))

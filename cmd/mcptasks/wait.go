@@ -2,13 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/spf13/cobra"
 )
 
 type waitFlags struct {
 	clientFlags
-	json bool
+	json    bool
+	answers string
 }
 
 func newWaitCmd() *cobra.Command {
@@ -34,10 +36,18 @@ here or with "mcptasks answer", are not asked again.
 	fl := cmd.Flags()
 	f.register(fl, true)
 	fl.BoolVar(&f.json, "json", false, "print JSON lines even when stdout is a terminal")
+	fl.StringVar(&f.answers, "answers", "", answersHelp)
 	return withUsageHint(cmd)
 }
 
 func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
+	var answers map[string]json.RawMessage
+	if f.answers != "" { // checked before the task is looked up
+		var err error
+		if answers, err = parseResponses("--answers", f.answers); err != nil {
+			return err
+		}
+	}
 	t, entry, err := f.openTask(ctx, id)
 	if err != nil {
 		return err
@@ -47,7 +57,7 @@ func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
 	defer con.close()
 	out := newOutput(s, human)
 	defer out.close()
-	fw := &follower{t: t, out: out, con: con,
+	fw := &follower{t: t, out: out, con: con, answers: answers,
 		waitHint:    f.hint("wait", t.ID, t.ServerURL, entry != nil),
 		answerExtra: f.flagsHint(t.ServerURL, entry != nil),
 	}
