@@ -204,8 +204,14 @@ func (c *Client) roundTripHTTP(ctx context.Context, verb, method string, body []
 	case body != nil:
 		rd = bytes.NewReader(body)
 	}
-	var tr connTrace
-	req, err := http.NewRequestWithContext(tr.with(ctx), verb, c.url, rd)
+	// Whether a failed tools/call reached the server decides its pending
+	// journal entry (unknownOutcome); no other request needs to know.
+	var tr *connTrace
+	if method == "tools/call" {
+		tr = &connTrace{}
+		ctx = tr.with(ctx)
+	}
+	req, err := http.NewRequestWithContext(ctx, verb, c.url, rd)
 	if err != nil {
 		return nil, &TransportError{Method: method, URL: c.url, Err: err, notSent: true}
 	}
@@ -221,7 +227,7 @@ func (c *Client) roundTripHTTP(ctx context.Context, verb, method string, body []
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, &TransportError{Method: method, URL: c.url, Err: err, notSent: notSent(err, &tr)}
+		return nil, &TransportError{Method: method, URL: c.url, Err: err, notSent: tr != nil && notSent(err, tr)}
 	}
 	return resp, nil
 }

@@ -334,10 +334,7 @@ func (s *outageServer) transport() http.RoundTripper {
 }
 
 func (s *outageServer) serve(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
+	var m rpcMessage
 	_ = json.NewDecoder(r.Body).Decode(&m)
 	status := `"status":"working"`
 	if s.done.Load() {
@@ -472,10 +469,7 @@ func TestWait_ServerRestart(t *testing.T) {
 type askingServer struct{ answered atomic.Bool }
 
 func (s *askingServer) serve(w http.ResponseWriter, r *http.Request) {
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-	}
+	var m rpcMessage
 	_ = json.NewDecoder(r.Body).Decode(&m)
 	result := `"resultType":"complete"`
 	switch {

@@ -64,6 +64,7 @@ func nearKeyword(k string) string {
 	if strings.HasPrefix(k, "x-") {
 		return ""
 	}
+	lk := strings.ToLower(k)
 	best, bestD := "", 3
 	for _, kw := range checkedKeywords {
 		typos := 2
@@ -73,7 +74,7 @@ func nearKeyword(k string) string {
 		case len(kw) <= 6:
 			typos = 1
 		}
-		if d := editDistance(strings.ToLower(k), strings.ToLower(kw)); d <= typos && d < bestD {
+		if d := editDistance(lk, strings.ToLower(kw)); d <= typos && d < bestD {
 			best, bestD = kw, d
 		}
 	}

@@ -271,9 +271,14 @@ func (r *Run) withdraw(requests, answered map[string]json.RawMessage) bool {
 	}
 	// storeCall fails only once the run stops.
 	return r.storeCall(x.ctx, "withdraw input", func(ctx context.Context) error {
-		_, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: keys})
-		return err
+		return r.withdrawKeys(ctx, keys)
 	}) == nil
+}
+
+// withdrawKeys is the store write that takes back the requests of keys.
+func (r *Run) withdrawKeys(ctx context.Context, keys []string) error {
+	_, err := r.x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: keys})
+	return err
 }
 
 // takeBackTimeout bounds takeBack's one try.
@@ -292,7 +297,7 @@ func (r *Run) takeBack(requests map[string]json.RawMessage) {
 	}
 	ctx, cancel := context.WithTimeout(x.ctx, takeBackTimeout)
 	defer cancel()
-	if _, err := x.st.RequestInput(ctx, store.RequestInputParams{FenceParams: r.fence(), Withdraw: slices.Collect(maps.Keys(requests))}); err != nil {
+	if err := r.withdrawKeys(ctx, slices.Collect(maps.Keys(requests))); err != nil {
 		r.e.log.Warn("take back input requests whose store call was cut", "task", r.ID(), "err", err)
 	}
 }

@@ -56,12 +56,13 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/call":
 			if r, ok := req.(*mcp.CallToolRequest); ok {
-				ctx, done, err := s.inline.start(ctx, s.opts.Principal(r.GetExtra()))
+				principal := s.opts.Principal(r.GetExtra())
+				ctx, done, err := s.inline.start(ctx, principal)
 				if err != nil {
 					return nil, err
 				}
 				defer done()
-				res, err := s.callTool(ctx, r, next)
+				res, err := s.callTool(ctx, r, principal, next)
 				var je *jsonrpc.Error
 				if err != nil && !errors.As(err, &je) && errors.Is(context.Cause(ctx), ErrShutdown) {
 					// Not go-sdk's code 0 for a plain error: the call may be
@@ -104,9 +105,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// callTool serves a tools/call: synchronously through next, as an MRTR
-// round, or as a new task.
-func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+// callTool serves a tools/call of principal: synchronously through next,
+// as an MRTR round, or as a new task.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, principal string, next mcp.MethodHandler) (mcp.Result, error) {
 	meta := sdkMeta(req)
 	caps := rawClientCapabilities(meta)
 	t := s.tools[req.Params.Name]
@@ -137,7 +138,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest, next mc
 		return nil, internalError("params._meta: %v", err)
 	}
 	return s.createTask(ctx, t, &taskRequest{args: args, caps: caps, meta: raw, key: key,
-		principal: s.opts.Principal(req.GetExtra()), header: requestHeader(req), trace: meta})
+		principal: principal, header: requestHeader(req), trace: meta})
 }
 
 // runInline runs the tool of req in the request, through next. The request

@@ -145,7 +145,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			// serves it): it is admitted as a stream, counted against
 			// MaxStreams, not MaxSubscriptions: a go-sdk client keeps one
 			// open for its whole session.
-			release, ok := s.openStream(w, h, principal, msg.ID, len(body))
+			release, ok := s.openStream(w, h, msg.ID, len(body))
 			if !ok {
 				return
 			}
@@ -217,7 +217,7 @@ func (s *Server) serveTaskListen(w http.ResponseWriter, r *http.Request, princip
 		return
 	}
 	if !s.subs.take(principal, len(ids)) {
-		s.subs.writeTooMany(w, m.ID)
+		s.subs.writeTooManySubscriptions(w, m.ID)
 		return
 	}
 	defer s.subs.release(principal, len(ids))

@@ -59,9 +59,7 @@ func parseInputRequestID(raw json.RawMessage) (id, ask, key string, ok bool) {
 // askedSeq returns the number (Seq) of the latest event of r's history
 // that asked key, or 0 if the history holds none.
 func askedSeq(r *task.Record, key string) int {
-	if k := []rune(key); len(k) > task.MaxHistoryName { // as the history keeps it
-		key = string(k[:task.MaxHistoryName])
-	}
+	key = task.HistoryKey(key)
 	for i := len(r.History) - 1; i >= 0; i-- {
 		if e := r.History[i]; e.Kind == task.HistoryInputRequested && slices.Contains(e.Keys, key) {
 			return e.Seq
@@ -121,7 +119,7 @@ func (s *Server) legacyTaskMethod(lr *legacyRequest) {
 	}
 	if m.Method == methodResult {
 		// It waits for the task, holding its body: a stream.
-		release, ok := s.openStream(lr.w, lr.held, lr.principal, m.ID, lr.size)
+		release, ok := s.openStream(lr.w, lr.held, m.ID, lr.size)
 		if !ok {
 			return
 		}

@@ -96,27 +96,18 @@ func (s *Server) Subscriptions() int {
 	return s.subs.open
 }
 
-// writeTooManySubscriptions answers a task subscription past the bounds:
-// HTTP 429, Retry-After, and CodeTooManySubscriptions.
-func (l *subLimiter) writeTooMany(w http.ResponseWriter, id []byte) {
+// writeTooMany answers a stream past its principal's bounds (a task
+// subscription's, or Options.MaxStreams): HTTP 429, Retry-After, and
+// CodeTooManySubscriptions with msg.
+func writeTooMany(w http.ResponseWriter, id []byte, msg string) {
 	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{
-		Code: CodeTooManySubscriptions,
-		Message: fmt.Sprintf("Too many open task subscriptions for this principal (at most %d subscriptions naming %d task ids together); close one, or poll with tasks/get",
-			l.maxSubs, l.maxIDs),
-	})
+	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{Code: CodeTooManySubscriptions, Message: msg})
 }
 
-// writeTooManyStreams answers a stream that is not a task subscription
-// past Options.MaxStreams: HTTP 429, Retry-After, and
-// CodeTooManySubscriptions.
-func (l *subLimiter) writeTooManyStreams(w http.ResponseWriter, id []byte) {
-	w.Header().Set("Retry-After", "1")
-	writeJSON(w, http.StatusTooManyRequests, id, "error", &jsonrpc.Error{
-		Code: CodeTooManySubscriptions,
-		Message: fmt.Sprintf("Too many open streams for this principal (at most %d subscriptions/listen without taskIds and 2025-11-25 tasks/result together); close one",
-			l.streams.each),
-	})
+// writeTooManySubscriptions answers a task subscription past the bounds.
+func (l *subLimiter) writeTooManySubscriptions(w http.ResponseWriter, id []byte) {
+	writeTooMany(w, id, fmt.Sprintf("Too many open task subscriptions for this principal (at most %d subscriptions naming %d task ids together); close one, or poll with tasks/get",
+		l.maxSubs, l.maxIDs))
 }
 
 // admitStream admits a request that stays open as a stream (a
@@ -144,18 +135,19 @@ func (s *Server) admitStream(w http.ResponseWriter, h *held, id []byte, bodyLen 
 // subscription (a subscriptions/listen without taskIds, which a go-sdk
 // client keeps open for its whole session; a 2025-11-25 tasks/result) as
 // admitStream does, its body within streamMetaBody, and counts it against
-// the principal's Options.MaxStreams (else HTTP 429, see
-// writeTooManyStreams). If admitted, the caller calls release once the
-// stream ends; if not, the refusal is written.
-func (s *Server) openStream(w http.ResponseWriter, h *held, principal string, id []byte, bodyLen int) (release func(), ok bool) {
+// the Options.MaxStreams of h's principal (else HTTP 429). If admitted,
+// the caller calls release once the stream ends; if not, the refusal is
+// written.
+func (s *Server) openStream(w http.ResponseWriter, h *held, id []byte, bodyLen int) (release func(), ok bool) {
 	if !s.admitStream(w, h, id, bodyLen, streamMetaBody) {
 		return nil, false
 	}
-	if !s.subs.takeStream(principal) {
-		s.subs.writeTooManyStreams(w, id)
+	if !s.subs.takeStream(h.principal) {
+		writeTooMany(w, id, fmt.Sprintf("Too many open streams for this principal (at most %d subscriptions/listen without taskIds and 2025-11-25 tasks/result together); close one",
+			s.subs.streams.each))
 		return nil, false
 	}
-	return func() { s.subs.releaseStream(principal) }, true
+	return func() { s.subs.releaseStream(h.principal) }, true
 }
 
 // streamMetaBody bounds the body of a stream that names no task ids: room

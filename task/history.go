@@ -99,7 +99,7 @@ func (r *Record) AddHistory(e HistoryEvent) {
 		keys := slices.Sorted(slices.Values(e.Keys))
 		e.Keys = make([]string, 0, min(len(keys), MaxHistoryKeys))
 		for _, k := range keys[:min(len(keys), MaxHistoryKeys)] {
-			e.Keys = append(e.Keys, cutRunes(k, MaxHistoryName))
+			e.Keys = append(e.Keys, HistoryKey(k))
 		}
 	}
 	r.History = append(r.History, e)
@@ -118,6 +118,10 @@ func (r *Record) AddHistory(e HistoryEvent) {
 		r.History = slices.Delete(r.History, HistoryHead, HistoryHead+1)
 	}
 }
+
+// HistoryKey returns the input key k as a history event keeps it: cut to
+// MaxHistoryName characters.
+func HistoryKey(k string) string { return cutRunes(k, MaxHistoryName) }
 
 // cutRunes returns s cut to at most n characters (runes), as Postgres's
 // left(s, n) does.

@@ -144,6 +144,14 @@ func parseResponses(flag, value string) (map[string]json.RawMessage, error) {
 	return raw, nil
 }
 
+// parseAnswers parses --answers of call and wait (none if "").
+func parseAnswers(value string) (map[string]json.RawMessage, error) {
+	if value == "" {
+		return nil, nil
+	}
+	return parseResponses("--answers", value)
+}
+
 // preparedInput answers, with responses, the questions whose input keys
 // it holds, each once (a key asked again goes on), and hands the others
 // to next: the terminal's prompts, or, without them (nil), it ends the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -131,11 +130,9 @@ func call(ctx context.Context, f *callFlags, args []string, s *streams) error {
 	if err != nil {
 		return usageError("%v", err)
 	}
-	var answers map[string]json.RawMessage
-	if f.answers != "" {
-		if answers, err = parseResponses("--answers", f.answers); err != nil {
-			return err
-		}
+	answers, err := parseAnswers(f.answers)
+	if err != nil {
+		return err
 	}
 	j, err := f.openJournal()
 	if err != nil {

@@ -116,6 +116,20 @@ func (f *clientFlags) clientOptions(j client.Journal, protocol string) *client.O
 // answersHelp is the help of --answers, of call and wait.
 const answersHelp = "`responses` to give, instead of asking, to the questions whose input keys they name: a JSON object of input key to result object, as \"mcptasks answer --json\" takes, each used once; for a script, and for a question asked before the task exists, which has no task id to answer with \"mcptasks answer\""
 
+// onServer returns the entries of --url's server, or all without --url.
+func (f *clientFlags) onServer(entries []client.Entry) []client.Entry {
+	if f.url == "" {
+		return entries
+	}
+	var here []client.Entry
+	for _, e := range entries {
+		if e.ServerURL == f.url {
+			here = append(here, e)
+		}
+	}
+	return here
+}
+
 // locate finds the task id (or a unique prefix of one) in the journal and
 // returns its server URL and entry. With --url, the journal only supplies
 // the entry, if it has one.
@@ -138,12 +152,7 @@ func (f *clientFlags) locate(ctx context.Context, j client.Journal, id string) (
 		}
 		return "", nil, &exitError{code: exitUsage, err: err}
 	}
-	var here []client.Entry
-	for _, e := range entries {
-		if f.url == "" || e.ServerURL == f.url {
-			here = append(here, e)
-		}
-	}
+	here := f.onServer(entries)
 	// With --url, the id is taken as given.
 	matches, exact := lookup(here, id, taskName, f.url == "")
 	switch {

@@ -126,10 +126,7 @@ others).`
 		if err := sf.check(); err != nil {
 			return usageHint(c, err)
 		}
-		log, err := proxyLogger(fl.Lookup("log-level").Value.String())
-		if err != nil {
-			return usageHint(c, err)
-		}
+		log, _ := newLogger(sf.logLevel) // checked
 		up, opts, err := f.upstream(args, log)
 		if err != nil {
 			return err
@@ -150,15 +147,6 @@ others).`
 		return usageHint(c, serveOn(c.Context(), &sf, b))
 	}
 	return cmd
-}
-
-// proxyLogger is the logger of the proxy's start-up, at --log-level.
-func proxyLogger(logLevel string) (*slog.Logger, error) {
-	level, err := parseLogLevel(logLevel)
-	if err != nil {
-		return nil, err
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
 }
 
 // upstream checks the flags and returns the upstream they name and the

@@ -172,6 +172,16 @@ func parseLogLevel(s string) (slog.Level, error) {
 	return level, nil
 }
 
+// newLogger returns the logger of a command, on stderr at the --log-level
+// level (a usage error if it is not one).
+func newLogger(level string) (*slog.Logger, error) {
+	l, err := parseLogLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l})), nil
+}
+
 // check refuses flag values that no runtime can take (a usage error).
 func (f *runFlags) check() error {
 	if _, err := parseLogLevel(f.logLevel); err != nil {
@@ -212,8 +222,7 @@ func newRuntime(ctx context.Context, f *runFlags, o runtimeOptions) (_ *runtime,
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	level, _ := parseLogLevel(f.logLevel) // checked
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log, _ := newLogger(f.logLevel) // checked
 	percent, limit := gcSettings(os.Getenv, f.cacheBytes, o.maxInflight)
 	if percent >= 0 {
 		debug.SetGCPercent(percent)

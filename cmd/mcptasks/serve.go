@@ -161,11 +161,9 @@ func (b *bound) close() {
 	}
 }
 
-// bind checks f, reads the files it names and listens on its addresses.
+// bind reads the files f names and listens on its addresses; f is
+// checked (check).
 func (f *serveFlags) bind() (_ *bound, err error) {
-	if err := f.check(); err != nil {
-		return nil, err
-	}
 	b := &bound{}
 	defer func() {
 		if err != nil {
@@ -218,6 +216,9 @@ func (f *serveFlags) bind() (_ *bound, err error) {
 }
 
 func serve(ctx context.Context, f *serveFlags) error {
+	if err := f.check(); err != nil {
+		return err
+	}
 	b, err := f.bind()
 	if err != nil {
 		return err

@@ -180,12 +180,7 @@ func (f *tasksFlags) forgotten(ctx context.Context, j client.Journal) ([]client.
 	if err != nil {
 		return nil, unreadableJournal(err)
 	}
-	var here []client.Entry
-	for _, e := range entries {
-		if f.url == "" || e.ServerURL == f.url {
-			here = append(here, e)
-		}
-	}
+	here := f.onServer(entries)
 	var out []client.Entry
 	for _, id := range f.forget {
 		if id == "" {
@@ -198,10 +193,12 @@ func (f *tasksFlags) forgotten(ctx context.Context, j client.Journal) ([]client.
 			}
 		}
 		switch {
-		case len(matches) == 0 && f.url != "":
-			return nil, usageError("--forget %s: no entry of %s in the journal has this id; \"mcptasks tasks\" lists them (a pending call as key:KEY)", id, f.url)
 		case len(matches) == 0:
-			return nil, usageError("--forget %s: no entry in the journal has this id; \"mcptasks tasks\" lists them (a pending call as key:KEY)", id)
+			where := ""
+			if f.url != "" {
+				where = " of " + f.url
+			}
+			return nil, usageError("--forget %s: no entry%s in the journal has this id; \"mcptasks tasks\" lists them (a pending call as key:KEY)", id, where)
 		case len(matches) > 1:
 			return nil, usageError("--forget %s is ambiguous: %s", id, ambiguity(matches, exact, journalName))
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/spf13/cobra"
 )
@@ -41,12 +40,9 @@ here or with "mcptasks answer", are not asked again.
 }
 
 func runWait(ctx context.Context, f *waitFlags, id string, s *streams) error {
-	var answers map[string]json.RawMessage
-	if f.answers != "" { // checked before the task is looked up
-		var err error
-		if answers, err = parseResponses("--answers", f.answers); err != nil {
-			return err
-		}
+	answers, err := parseAnswers(f.answers) // checked before the task is looked up
+	if err != nil {
+		return err
 	}
 	t, entry, err := f.openTask(ctx, id)
 	if err != nil {

@@ -146,11 +146,10 @@ func checkConsoleStore(spec string) error {
 
 // serveConsole is "mcptasks console".
 func serveConsole(ctx context.Context, f *consoleFlags, storeSpec, logLevel string) error {
-	level, err := parseLogLevel(logLevel)
+	log, err := newLogger(logLevel)
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	toks, ln, err := f.listenConsole("")
 	if err != nil {
 		return err

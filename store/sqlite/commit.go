@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	sqlitedriver "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/mcptasks/mcptasks/store"
@@ -221,9 +220,8 @@ func beforeChange(err error) error {
 // SQLITE_INTERRUPT, …), and the statements that followed would then run
 // outside it, each committed at once.
 func keepsTx(err error) bool {
-	var se *sqlitedriver.Error
-	if errors.As(err, &se) {
-		return se.Code()&0xff == sqlite3.SQLITE_ERROR
+	if c, ok := primaryCode(err); ok {
+		return c == sqlite3.SQLITE_ERROR
 	}
 	return !errors.Is(err, sql.ErrTxDone) && !errors.Is(err, driver.ErrBadConn)
 }

@@ -311,8 +311,18 @@ func retryBusy(ctx context.Context, timeout time.Duration, try func() error) err
 // isBusy reports whether err is SQLite's SQLITE_BUSY: another connection
 // holds the lock needed.
 func isBusy(err error) bool {
+	c, ok := primaryCode(err)
+	return ok && c == sqlite3.SQLITE_BUSY
+}
+
+// primaryCode returns the primary result code (SQLITE_BUSY, SQLITE_ERROR,
+// …, without its extended bits) of err, if err is the driver's.
+func primaryCode(err error) (int, bool) {
 	var se *sqlitedriver.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+	if !errors.As(err, &se) {
+		return 0, false
+	}
+	return se.Code() & 0xff, true
 }
 
 // Close closes the database. Calls in flight may fail.
